@@ -1,0 +1,1 @@
+//! Incremental, UTF-8-safe text from token ids.

@@ -1,0 +1,348 @@
+//! One decoder-only transformer for every supported architecture, configured from metadata.
+//!
+//! The architectures differ in small ways (biases, fused projections, per-head norms, sandwich
+//! norms, sliding windows, GELU vs SiLU), so they share one forward pass with options rather
+//! than five copies of it.
+
+use super::config::{Arch, ModelConfig};
+use super::kv_cache::KvCache;
+use super::rope::Rope;
+use super::weights::WeightFile;
+use anyhow::{bail, Context, Result};
+use candle_core::quantized::QMatMul;
+use candle_core::{Device, Module, Tensor};
+use candle_nn::ops::{rms_norm, softmax_last_dim};
+
+enum QkvProj {
+    Separate { q: QMatMul, k: QMatMul, v: QMatMul },
+    /// Phi-3: one matrix whose output rows are Q, then K, then V.
+    Fused(QMatMul),
+}
+
+enum FfnProj {
+    Separate { gate: QMatMul, up: QMatMul },
+    /// Phi-3: `ffn_up` yields the gate in its first half and the up projection in its second.
+    Fused(QMatMul),
+}
+
+struct Layer {
+    attn_norm: Tensor,
+    qkv: QkvProj,
+    /// Qwen2's projection biases.
+    qkv_bias: Option<(Tensor, Tensor, Tensor)>,
+    /// Qwen3 and Gemma normalise each head of Q and K.
+    qk_norm: Option<(Tensor, Tensor)>,
+    attn_out: QMatMul,
+    /// Gemma's "sandwich" norms after attention and after the feed-forward.
+    post_attn_norm: Option<Tensor>,
+    ffn_norm: Tensor,
+    ffn: FfnProj,
+    ffn_down: QMatMul,
+    post_ffn_norm: Option<Tensor>,
+    sliding: bool,
+}
+
+pub struct Decoder {
+    cfg: ModelConfig,
+    token_embd: std::sync::Arc<candle_core::quantized::QTensor>,
+    layers: Vec<Layer>,
+    output_norm: Tensor,
+    output: QMatMul,
+    rope: Rope,
+    rope_swa: Rope,
+    cache: KvCache,
+}
+
+impl Decoder {
+    /// Loads the weights and prepares a cache of `context_size` positions.
+    pub fn load(cfg: ModelConfig, weights: &WeightFile, context_size: usize) -> Result<Self> {
+        let (e, hd) = (cfg.n_embd, cfg.head_dim);
+        let (q_width, kv_width) = (cfg.n_head * hd, cfg.n_head_kv * hd);
+        let mut layers = Vec::with_capacity(cfg.n_layer);
+        for il in 0..cfg.n_layer {
+            let name = |t: &str| format!("blk.{il}.{t}");
+            let layer = (|| -> Result<Layer> {
+                let qkv = if weights.has(&name("attn_qkv.weight")) {
+                    QkvProj::Fused(weights.matrix(
+                        &name("attn_qkv.weight"),
+                        e,
+                        q_width + 2 * kv_width,
+                    )?)
+                } else {
+                    QkvProj::Separate {
+                        q: weights.matrix(&name("attn_q.weight"), e, q_width)?,
+                        k: weights.matrix(&name("attn_k.weight"), e, kv_width)?,
+                        v: weights.matrix(&name("attn_v.weight"), e, kv_width)?,
+                    }
+                };
+                let qkv_bias = match weights.optional_vector(&name("attn_q.bias"), q_width)? {
+                    Some(qb) => Some((
+                        qb,
+                        weights.vector(&name("attn_k.bias"), kv_width)?,
+                        weights.vector(&name("attn_v.bias"), kv_width)?,
+                    )),
+                    None => None,
+                };
+                let qk_norm = match weights.optional_vector(&name("attn_q_norm.weight"), hd)? {
+                    Some(qn) => Some((qn, weights.vector(&name("attn_k_norm.weight"), hd)?)),
+                    None => None,
+                };
+                let ffn = if cfg.arch == Arch::Phi3 {
+                    FfnProj::Fused(weights.matrix(&name("ffn_up.weight"), e, 2 * cfg.n_ff)?)
+                } else {
+                    FfnProj::Separate {
+                        gate: weights.matrix(&name("ffn_gate.weight"), e, cfg.n_ff)?,
+                        up: weights.matrix(&name("ffn_up.weight"), e, cfg.n_ff)?,
+                    }
+                };
+                Ok(Layer {
+                    attn_norm: weights.vector(&name("attn_norm.weight"), e)?,
+                    qkv,
+                    qkv_bias,
+                    qk_norm,
+                    attn_out: weights.matrix(&name("attn_output.weight"), q_width, e)?,
+                    post_attn_norm: weights
+                        .optional_vector(&name("post_attention_norm.weight"), e)?,
+                    ffn_norm: weights.vector(&name("ffn_norm.weight"), e)?,
+                    ffn,
+                    ffn_down: weights.matrix(&name("ffn_down.weight"), cfg.n_ff, e)?,
+                    post_ffn_norm: weights.optional_vector(&name("post_ffw_norm.weight"), e)?,
+                    sliding: cfg.swa_layers[il],
+                })
+            })()
+            .with_context(|| format!("layer {il}"))?;
+            layers.push(layer);
+        }
+        let token_embd = weights.qtensor("token_embd.weight")?;
+        // Tied embeddings: without `output.weight` the embedding matrix is the output head.
+        let output = if weights.has("output.weight") {
+            weights.matrix("output.weight", e, cfg.vocab_size)?
+        } else {
+            QMatMul::from_arc(token_embd.clone())?
+        };
+        let (rope, rope_swa) = Self::ropes(&cfg, weights, context_size)?;
+        let cache = KvCache::new(cfg.n_layer, cfg.n_head_kv, hd, context_size)?;
+        Ok(Self {
+            output_norm: weights.vector("output_norm.weight", e)?,
+            token_embd,
+            layers,
+            output,
+            rope,
+            rope_swa,
+            cache,
+            cfg,
+        })
+    }
+
+    /// Frequency factors: Llama 3's `rope_freqs`, or Phi-3's LongRoPE short/long pair, chosen
+    /// (as llama.cpp does) by whether the context exceeds the original training context.
+    fn ropes(cfg: &ModelConfig, weights: &WeightFile, context_size: usize) -> Result<(Rope, Rope)> {
+        let pairs = cfg.rope.n_rot / 2;
+        let factor_tensor = if weights.has("rope_factors_long.weight") {
+            Some(if context_size > cfg.rope_original_context {
+                "rope_factors_long.weight"
+            } else {
+                "rope_factors_short.weight"
+            })
+        } else if weights.has("rope_freqs.weight") {
+            Some("rope_freqs.weight")
+        } else {
+            None
+        };
+        let factors = match factor_tensor {
+            Some(name) => Some(weights.vector(name, pairs)?.to_vec1::<f32>()?),
+            None => None,
+        };
+        Ok((
+            Rope::new(&cfg.rope, factors.as_deref()),
+            Rope::new(&cfg.rope_swa, None),
+        ))
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    pub fn cache(&self) -> &KvCache {
+        &self.cache
+    }
+
+    pub fn cache_mut(&mut self) -> &mut KvCache {
+        &mut self.cache
+    }
+
+    /// Feeds `tokens` after the cached positions. Returns logits `(rows, vocab)`: one row per
+    /// token when `all_logits`, else only the last token's.
+    pub fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor> {
+        if tokens.is_empty() {
+            bail!("forward called with no tokens");
+        }
+        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
+            bail!("token id {bad} is outside the vocabulary ({})", self.cfg.vocab_size);
+        }
+        self.cache.reserve(tokens.len())?;
+        let start = self.cache.len();
+        let ids = Tensor::new(tokens, &Device::Cpu)?;
+        let mut x = self.token_embd.embedding(&ids)?;
+        if let Some(scale) = self.cfg.embed_scale {
+            x = (x * scale as f64)?;
+        }
+        for il in 0..self.layers.len() {
+            x = self.layer_forward(il, &x, start)?;
+        }
+        self.cache.commit(tokens.len());
+        let x = if all_logits {
+            x
+        } else {
+            x.narrow(0, tokens.len() - 1, 1)?
+        };
+        let x = rms_norm(&x, &self.output_norm, self.cfg.rms_eps)?;
+        Ok(self.output.forward(&x)?)
+    }
+
+    fn layer_forward(&mut self, il: usize, x: &Tensor, start: usize) -> Result<Tensor> {
+        let cfg = &self.cfg;
+        let layer = &self.layers[il];
+        let t = x.dim(0)?;
+        let (hd, nh, nkv) = (cfg.head_dim, cfg.n_head, cfg.n_head_kv);
+        let n = rms_norm(x, &layer.attn_norm, cfg.rms_eps)?;
+        let (mut q, mut k, mut v) = match &layer.qkv {
+            QkvProj::Separate { q, k, v } => (q.forward(&n)?, k.forward(&n)?, v.forward(&n)?),
+            QkvProj::Fused(qkv) => {
+                let all = qkv.forward(&n)?;
+                (
+                    all.narrow(1, 0, nh * hd)?,
+                    all.narrow(1, nh * hd, nkv * hd)?,
+                    all.narrow(1, (nh + nkv) * hd, nkv * hd)?,
+                )
+            }
+        };
+        if let Some((qb, kb, vb)) = &layer.qkv_bias {
+            q = q.broadcast_add(qb)?;
+            k = k.broadcast_add(kb)?;
+            v = v.broadcast_add(vb)?;
+        }
+        let mut q = q.contiguous()?.reshape((t, nh, hd))?;
+        let mut k = k.contiguous()?.reshape((t, nkv, hd))?;
+        let v = v.contiguous()?.reshape((t, nkv, hd))?;
+        if let Some((qn, kn)) = &layer.qk_norm {
+            q = rms_norm(&q, qn, cfg.rms_eps)?;
+            k = rms_norm(&k, kn, cfg.rms_eps)?;
+        }
+        let rope = if layer.sliding {
+            &self.rope_swa
+        } else {
+            &self.rope
+        };
+        let q = rope.apply(&q, start)?;
+        let k = rope.apply(&k, start)?;
+        let window = layer.sliding.then_some(cfg.sliding_window).flatten();
+        let attn_scale = cfg.attn_scale;
+        let (k_all, v_all) =
+            self.cache
+                .append(il, &k.transpose(0, 1)?, &v.transpose(0, 1)?)?;
+        let attn = attention(&q, &k_all, &v_all, start, window, attn_scale)?;
+        let cfg = &self.cfg;
+        let layer = &self.layers[il];
+        let mut a = layer.attn_out.forward(&attn)?;
+        if let Some(norm) = &layer.post_attn_norm {
+            a = rms_norm(&a, norm, cfg.rms_eps)?;
+        }
+        let x = (x + a)?;
+        let m = rms_norm(&x, &layer.ffn_norm, cfg.rms_eps)?;
+        let (gate, up) = match &layer.ffn {
+            FfnProj::Separate { gate, up } => (gate.forward(&m)?, up.forward(&m)?),
+            FfnProj::Fused(up) => {
+                let both = up.forward(&m)?;
+                (both.narrow(1, 0, cfg.n_ff)?, both.narrow(1, cfg.n_ff, cfg.n_ff)?)
+            }
+        };
+        let gate = if cfg.arch.uses_gelu() {
+            gate.gelu()?
+        } else {
+            gate.silu()?
+        };
+        let mut f = layer.ffn_down.forward(&(gate * up)?)?;
+        if let Some(norm) = &layer.post_ffn_norm {
+            f = rms_norm(&f, norm, cfg.rms_eps)?;
+        }
+        Ok((x + f)?)
+    }
+}
+
+/// Causal (optionally windowed) attention of `q (t, heads, d)` over the cached
+/// `k, v (kv_heads, total, d)`; returns `(t, heads * d)`.
+fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    start: usize,
+    window: Option<usize>,
+    scale: f32,
+) -> Result<Tensor> {
+    let (t, nh, d) = q.dims3()?;
+    let (nkv, total, _) = k.dims3()?;
+    let rep = nh / nkv;
+    // Query heads that share a KV head are stacked as extra rows, so K and V are never copied
+    // per head: (kv_heads, rep * t, d).
+    let q = q.transpose(0, 1)?.contiguous()?.reshape((nkv, rep * t, d))?;
+    let scores = (q.matmul(&k.t()?)? * scale as f64)?;
+    let scores = match causal_mask(t, start, total, window) {
+        Some(mask) => {
+            let mask = Tensor::from_vec(mask, (1, 1, t, total), &Device::Cpu)?;
+            scores
+                .reshape((nkv, rep, t, total))?
+                .broadcast_add(&mask)?
+                .reshape((nkv, rep * t, total))?
+        }
+        None => scores,
+    };
+    let probs = softmax_last_dim(&scores)?;
+    let out = probs.matmul(&v.contiguous()?)?; // (nkv, rep * t, d)
+    Ok(out
+        .reshape((nh, t, d))?
+        .transpose(0, 1)?
+        .contiguous()?
+        .reshape((t, nh * d))?)
+}
+
+/// Additive mask `(t, total)`: query i (at position start + i) sees key j when j is not in its
+/// future and, with a window W, when it is one of the last W positions. None when nothing is
+/// masked (a single token with everything in view).
+fn causal_mask(t: usize, start: usize, total: usize, window: Option<usize>) -> Option<Vec<f32>> {
+    let windowed = window.is_some_and(|w| total > w);
+    if t == 1 && !windowed {
+        return None;
+    }
+    let mut mask = vec![0f32; t * total];
+    for i in 0..t {
+        let pos = start + i;
+        for (j, m) in mask[i * total..(i + 1) * total].iter_mut().enumerate() {
+            let too_old = window.is_some_and(|w| pos >= w && j <= pos - w);
+            if j > pos || too_old {
+                *m = f32::NEG_INFINITY;
+            }
+        }
+    }
+    Some(mask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::causal_mask;
+
+    #[test]
+    fn single_token_without_window_needs_no_mask() {
+        assert!(causal_mask(1, 10, 11, None).is_none());
+    }
+
+    #[test]
+    fn mask_hides_the_future_and_what_left_the_window() {
+        let m = causal_mask(2, 3, 5, Some(2)).unwrap();
+        let seen = |row: usize| -> Vec<bool> {
+            m[row * 5..(row + 1) * 5].iter().map(|v| v.is_finite()).collect()
+        };
+        assert_eq!(seen(0), [false, false, true, true, false]);
+        assert_eq!(seen(1), [false, false, false, true, true]);
+    }
+}

@@ -1,0 +1,60 @@
+//! The loaded model behind one interface: feed tokens, get logits, manage the KV cache.
+
+pub mod config;
+pub mod decoder;
+pub mod kv_cache;
+pub mod rope;
+pub mod weights;
+
+use crate::engine::gguf::GgufHeader;
+use anyhow::{Context, Result};
+use candle_core::Tensor;
+pub use config::{Arch, ModelConfig};
+
+/// What the engine needs from a model implementation, so implementations can be swapped.
+pub trait LanguageModel: Send {
+    fn config(&self) -> &ModelConfig;
+    /// Positions the KV cache can hold (the session's context size).
+    fn context_size(&self) -> usize;
+    /// Positions currently in the KV cache.
+    fn cached_len(&self) -> usize;
+    /// Forgets cached positions from `len` on, so a prompt that shares a prefix re-reads only
+    /// the rest.
+    fn truncate_cache(&mut self, len: usize);
+    /// Feeds `tokens` after the cached ones; logits `(rows, vocab)` for every token when
+    /// `all_logits`, else for the last one only.
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor>;
+}
+
+impl LanguageModel for decoder::Decoder {
+    fn config(&self) -> &ModelConfig {
+        decoder::Decoder::config(self)
+    }
+    fn context_size(&self) -> usize {
+        self.cache().capacity()
+    }
+    fn cached_len(&self) -> usize {
+        self.cache().len()
+    }
+    fn truncate_cache(&mut self, len: usize) {
+        self.cache_mut().truncate(len)
+    }
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor> {
+        decoder::Decoder::forward(self, tokens, all_logits)
+    }
+}
+
+/// The context size a session gets: what was asked for, capped at what the model was trained for.
+pub fn effective_context(requested: usize, config: &ModelConfig) -> usize {
+    requested.clamp(1, config.context_length.max(1))
+}
+
+/// Loads the weights of an already validated header.
+pub fn load(header: &GgufHeader, requested_context: usize) -> Result<Box<dyn LanguageModel>> {
+    let what = || format!("{}", header.path.display());
+    let config = ModelConfig::from_header(header).with_context(what)?;
+    let context = effective_context(requested_context, &config);
+    let weights = weights::WeightFile::open(header)?;
+    let model = decoder::Decoder::load(config, &weights, context).with_context(what)?;
+    Ok(Box::new(model))
+}

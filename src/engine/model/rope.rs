@@ -1,0 +1,106 @@
+//! Rotary position embeddings: normal and NeoX pairing, partial rotary, per-frequency factors.
+
+use super::config::RopeConfig;
+use anyhow::Result;
+use candle_core::Tensor;
+
+/// Precomputed frequencies for one kind of layer.
+#[derive(Debug, Clone)]
+pub struct Rope {
+    inv_freq: Vec<f32>,
+    n_rot: usize,
+    neox: bool,
+    attn_factor: f32,
+}
+
+impl Rope {
+    /// `factors` divide the frequencies (LongRoPE, Llama 3 `rope_freqs`); one per rotated pair.
+    pub fn new(cfg: &RopeConfig, factors: Option<&[f32]>) -> Self {
+        let half = cfg.n_rot / 2;
+        let inv_freq = (0..half)
+            .map(|i| {
+                let exponent = -2.0 * i as f64 / cfg.n_rot as f64;
+                let factor = factors.and_then(|f| f.get(i)).copied().unwrap_or(1.0) as f64;
+                (cfg.freq_scale as f64 * (cfg.base as f64).powf(exponent) / factor) as f32
+            })
+            .collect();
+        Self {
+            inv_freq,
+            n_rot: cfg.n_rot,
+            neox: cfg.neox,
+            attn_factor: cfg.attn_factor,
+        }
+    }
+
+    /// Rotates `x` of shape `(tokens, heads, head_dim)` whose first token sits at `start`.
+    pub fn apply(&self, x: &Tensor, start: usize) -> Result<Tensor> {
+        let (tokens, heads, head_dim) = x.dims3()?;
+        let mut data = x.flatten_all()?.to_vec1::<f32>()?;
+        let half = self.n_rot / 2;
+        let mut cos_sin = vec![(0f32, 0f32); half];
+        for t in 0..tokens {
+            let pos = (start + t) as f64;
+            for (cs, &f) in cos_sin.iter_mut().zip(&self.inv_freq) {
+                let theta = pos * f as f64;
+                *cs = (
+                    theta.cos() as f32 * self.attn_factor,
+                    theta.sin() as f32 * self.attn_factor,
+                );
+            }
+            for h in 0..heads {
+                let v = &mut data[(t * heads + h) * head_dim..][..head_dim];
+                for (i, &(cos, sin)) in cos_sin.iter().enumerate() {
+                    let (a, b) = if self.neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
+                    let (x0, x1) = (v[a], v[b]);
+                    v[a] = x0 * cos - x1 * sin;
+                    v[b] = x0 * sin + x1 * cos;
+                }
+            }
+        }
+        Ok(Tensor::from_vec(data, (tokens, heads, head_dim), x.device())?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    fn cfg(neox: bool, n_rot: usize) -> RopeConfig {
+        RopeConfig {
+            base: 10_000.0,
+            freq_scale: 1.0,
+            n_rot,
+            neox,
+            attn_factor: 1.0,
+        }
+    }
+
+    #[test]
+    fn position_zero_is_identity() {
+        let x = Tensor::arange(0f32, 16.0, &Device::Cpu).unwrap();
+        let x = x.reshape((1, 2, 8)).unwrap();
+        let y = Rope::new(&cfg(true, 8), None).apply(&x, 0).unwrap();
+        assert_eq!(x.to_vec3::<f32>().unwrap(), y.to_vec3::<f32>().unwrap());
+    }
+
+    #[test]
+    fn dims_past_n_rot_pass_through() {
+        let x = Tensor::ones((1, 1, 8), candle_core::DType::F32, &Device::Cpu).unwrap();
+        let y = Rope::new(&cfg(true, 4), None).apply(&x, 5).unwrap();
+        let y = y.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(&y[4..], &[1.0; 4]);
+        assert!(y[..4].iter().any(|v| (v - 1.0).abs() > 1e-3));
+    }
+
+    #[test]
+    fn rotation_keeps_pair_norms() {
+        let x = Tensor::arange(1f32, 9.0, &Device::Cpu).unwrap();
+        let x = x.reshape((1, 1, 8)).unwrap();
+        for neox in [false, true] {
+            let y = Rope::new(&cfg(neox, 8), None).apply(&x, 7).unwrap();
+            let norm = |t: &Tensor| t.sqr().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+            assert!((norm(&x) - norm(&y)).abs() < 1e-3);
+        }
+    }
+}

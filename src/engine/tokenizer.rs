@@ -1,0 +1,1 @@
+//! Tokenizers rebuilt from GGUF metadata.

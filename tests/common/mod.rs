@@ -1,0 +1,31 @@
+//! Helpers shared by the integration tests: where the test models and reference data live.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// `../shared/reference` beside the repository (as CI lays it out).
+pub fn reference_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/reference")
+}
+
+/// The models directory the test command fills with `scripts/fetch-models`.
+pub fn models_dir() -> PathBuf {
+    match std::env::var_os("TAPER_HOME") {
+        Some(home) => PathBuf::from(home).join("models"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"),
+    }
+}
+
+/// A real test model; panics with the fix when it has not been fetched.
+pub fn real_model(file: &str) -> PathBuf {
+    let path = models_dir().join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch-models (or the README's test command) first",
+        path.display()
+    );
+    path
+}
+
+pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
