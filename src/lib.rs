@@ -3,13 +3,23 @@
 //! Module map (see DESIGN.md):
 //! - [`engine`]: everything that turns a GGUF file and a conversation into streamed tokens;
 //!   it runs on its own thread behind a command/event protocol.
+//! - [`catalog`]: the built-in catalogue of well-known models and their shapes.
 //! - [`chat`]: the model-independent conversation history.
+//! - [`config`]: the user's settings file and defaults.
 //! - [`paths`]: where models and data live.
 //! - [`stats`]: usage figures, rates and process memory.
-//! - [`cli`]: the command-line entry points (`ask`, `tokenize`).
+//! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
+//!   models (real files, or shape-only files written from the catalogue), each measured in
+//!   a fresh process.
+//! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
+//! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
 
+pub mod bench;
+pub mod catalog;
 pub mod chat;
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod paths;
 pub mod stats;
+pub mod tui;

@@ -1,1 +1,189 @@
-//! Stats.
+//! Usage figures of a generation, the one definition of its rates, and process memory.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model produced an end-of-turn token.
+    EndOfTurn,
+    /// `max_tokens` were generated.
+    MaxTokens,
+    /// The KV cache is full.
+    ContextFull,
+    /// The user cancelled.
+    Cancelled,
+}
+
+/// What one generation cost. Times are measured by the engine worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompt, reused ones included.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV entries were reused from the previous turn.
+    pub cached_tokens: usize,
+    /// Time to read the new prompt tokens (prefill), in seconds.
+    pub prefill_s: f64,
+    /// From the request to the first generated token, in seconds.
+    pub ttft_s: f64,
+    pub generated_tokens: usize,
+    /// From the first generated token to the last, in seconds.
+    pub decode_s: f64,
+    /// Oldest messages left out so the conversation fits the context.
+    pub dropped_messages: usize,
+    pub context_size: usize,
+    pub stop: Option<StopReason>,
+}
+
+impl Usage {
+    /// Prompt tokens actually computed per second of prefill.
+    pub fn prefill_tok_s(&self) -> f64 {
+        rate(
+            self.prompt_tokens - self.cached_tokens.min(self.prompt_tokens),
+            self.prefill_s,
+        )
+    }
+
+    /// Tokens per second after the first: each costs one forward pass and one sample.
+    pub fn decode_tok_s(&self) -> f64 {
+        rate(self.generated_tokens.saturating_sub(1), self.decode_s)
+    }
+
+    /// Positions of the context in use after this generation.
+    pub fn context_used(&self) -> usize {
+        self.prompt_tokens + self.generated_tokens
+    }
+}
+
+/// `count / seconds`, 0 when nothing was timed.
+pub fn rate(count: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 && count > 0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+pub fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Tokens per second of steps that each produced one token and were timed one by one (a
+/// decode run or a stretch of one): `rate(steps, their total time)`, the same figure as
+/// [`Usage::decode_tok_s`] when the steps are a whole generation after its first token.
+pub fn steps_tok_s(step_s: &[f64]) -> f64 {
+    rate(step_s.len(), step_s.iter().sum())
+}
+
+/// Resident memory of this process now, in bytes (Linux; None elsewhere).
+pub fn current_rss_bytes() -> Option<u64> {
+    proc_status_kib("VmRSS:").map(|k| k * 1024)
+}
+
+/// The highest resident memory of this process so far, in bytes (Linux; None elsewhere).
+pub fn peak_rss_bytes() -> Option<u64> {
+    proc_status_kib("VmHWM:").map(|k| k * 1024)
+}
+
+/// Lowers the peak (VmHWM) to the resident memory now, so the next [`peak_rss_bytes`] is the
+/// peak of what follows. Linux only (writes `5` to `/proc/self/clear_refs`); false when it
+/// could not be done, and the peak then stays the process's.
+pub fn reset_peak_rss() -> bool {
+    cfg!(target_os = "linux") && std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `1.5 GB`-style sizes for people.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_rate_counts_tokens_after_the_first() {
+        let u = Usage {
+            generated_tokens: 11,
+            decode_s: 2.0,
+            ..Default::default()
+        };
+        assert_eq!(u.decode_tok_s(), 5.0);
+    }
+
+    #[test]
+    fn prefill_rate_excludes_reused_tokens() {
+        let u = Usage {
+            prompt_tokens: 120,
+            cached_tokens: 20,
+            prefill_s: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(u.prefill_tok_s(), 200.0);
+    }
+
+    #[test]
+    fn rates_are_zero_when_nothing_was_timed() {
+        assert_eq!(Usage::default().decode_tok_s(), 0.0);
+        assert_eq!(rate(5, 0.0), 0.0);
+    }
+
+    #[test]
+    fn peak_memory_is_readable_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(peak_rss_bytes().unwrap_or(0) > 0);
+        }
+    }
+
+    #[test]
+    fn step_rates_match_the_decode_rate_of_the_same_generation() {
+        let steps = [0.25, 0.5, 0.25];
+        let u = Usage {
+            generated_tokens: 4,
+            decode_s: steps.iter().sum(),
+            ..Default::default()
+        };
+        assert_eq!(steps_tok_s(&steps), 3.0);
+        assert_eq!(steps_tok_s(&steps), u.decode_tok_s());
+        assert_eq!(steps_tok_s(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_peak_can_be_reset_on_linux() {
+        if cfg!(target_os = "linux") && reset_peak_rss() {
+            let (peak, now) = (peak_rss_bytes().unwrap(), current_rss_bytes().unwrap());
+            // The peak restarts near the current size (other test threads may allocate).
+            assert!(peak >= now / 2, "{peak} {now}");
+        }
+    }
+
+    #[test]
+    fn sizes_read_like_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(98_362_432), "98.4 MB");
+    }
+}

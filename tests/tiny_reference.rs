@@ -16,14 +16,20 @@ struct Reference {
 
 fn reference(json_name: &str, use_dequantized_twin: bool) -> (Reference, String) {
     let path = common::reference_dir().join("tiny").join(json_name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let v: Value = serde_json::from_str(&text).expect("reference JSON parses");
     let ids = |v: &Value| -> Vec<u32> {
-        v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
     };
     let (logits_key, greedy_key) = if use_dequantized_twin {
-        ("logits_dequantized_f32_model", "greedy_continuation_dequantized_f32_model")
+        (
+            "logits_dequantized_f32_model",
+            "greedy_continuation_dequantized_f32_model",
+        )
     } else {
         ("logits", "greedy_continuation")
     };
@@ -31,7 +37,13 @@ fn reference(json_name: &str, use_dequantized_twin: bool) -> (Reference, String)
         .as_array()
         .unwrap()
         .iter()
-        .map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
+        .map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
         .collect();
     let r = Reference {
         tokens: ids(&v["tokens"]),
@@ -50,7 +62,10 @@ fn load(file: &str, context: usize) -> Box<dyn LanguageModel> {
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 fn argmax(v: &[f32]) -> u32 {
@@ -67,12 +82,19 @@ fn argmax(v: &[f32]) -> u32 {
 fn check(json_name: &str, twin: bool, tol: f32) {
     let (r, file) = reference(json_name, twin);
     let mut m = load(&file, r.context);
-    let batched = m.forward(&r.tokens, true).unwrap().to_vec2::<f32>().unwrap();
+    let batched = m
+        .forward(&r.tokens, true)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
     let mut worst = 0f32;
     for (pos, (got, want)) in batched.iter().zip(&r.logits).enumerate() {
         let d = max_diff(got, want);
         worst = worst.max(d);
-        assert!(d <= tol, "{json_name}: batched logits at position {pos} differ by {d} > {tol}");
+        assert!(
+            d <= tol,
+            "{json_name}: batched logits at position {pos} differ by {d} > {tol}"
+        );
     }
     // Greedy continuation from the batched state.
     let mut next = argmax(batched.last().unwrap());
@@ -89,7 +111,10 @@ fn check(json_name: &str, twin: bool, tol: f32) {
         let l = m.forward(&[tok], false).unwrap().to_vec2::<f32>().unwrap();
         let d = max_diff(&l[0], &r.logits[pos]);
         worst = worst.max(d);
-        assert!(d <= tol, "{json_name}: incremental logits at position {pos} differ by {d} > {tol}");
+        assert!(
+            d <= tol,
+            "{json_name}: incremental logits at position {pos} differ by {d} > {tol}"
+        );
     }
     eprintln!("{json_name}: max |Δ| {worst:.2e} (tolerance {tol:.0e})");
 }

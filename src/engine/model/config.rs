@@ -102,8 +102,7 @@ impl ModelConfig {
             .map(|v| v as usize)
             .unwrap_or(n_head);
         let n_ff = required("feed_forward_length")?;
-        if n_layer == 0 || n_embd == 0 || n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0
-        {
+        if n_layer == 0 || n_embd == 0 || n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
             bail!("inconsistent sizes: {n_layer} layers, {n_embd} wide, {n_head} heads, {n_head_kv} KV heads");
         }
         let head_dim = header
@@ -118,8 +117,7 @@ impl ModelConfig {
             .map(|v| v as usize)
             .or_else(|| token_embd.dims.get(1).copied())
             .unwrap_or(0);
-        if token_embd.dims.first() != Some(&n_embd) || token_embd.dims.get(1) != Some(&vocab_size)
-        {
+        if token_embd.dims.first() != Some(&n_embd) || token_embd.dims.get(1) != Some(&vocab_size) {
             bail!(
                 "token_embd.weight has shape {:?}, expected [{n_embd}, {vocab_size}]",
                 token_embd.dims

@@ -4,6 +4,7 @@
 //! norms, sliding windows, GELU vs SiLU), so they share one forward pass with options rather
 //! than five copies of it.
 
+use super::attention::{attention, AttentionShape};
 use super::config::{Arch, ModelConfig};
 use super::kv_cache::KvCache;
 use super::rope::Rope;
@@ -11,16 +12,23 @@ use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
 use candle_core::quantized::QMatMul;
 use candle_core::{Device, Module, Tensor};
-use candle_nn::ops::{rms_norm, softmax_last_dim};
+use candle_nn::ops::rms_norm;
 
 enum QkvProj {
-    Separate { q: QMatMul, k: QMatMul, v: QMatMul },
+    Separate {
+        q: QMatMul,
+        k: QMatMul,
+        v: QMatMul,
+    },
     /// Phi-3: one matrix whose output rows are Q, then K, then V.
     Fused(QMatMul),
 }
 
 enum FfnProj {
-    Separate { gate: QMatMul, up: QMatMul },
+    Separate {
+        gate: QMatMul,
+        up: QMatMul,
+    },
     /// Phi-3: `ffn_up` yields the gate in its first half and the up projection in its second.
     Fused(QMatMul),
 }
@@ -121,7 +129,7 @@ impl Decoder {
             QMatMul::from_arc(token_embd.clone())?
         };
         let (rope, rope_swa) = Self::ropes(&cfg, weights, context_size)?;
-        let cache = KvCache::new(cfg.n_layer, cfg.n_head_kv, hd, context_size)?;
+        let cache = KvCache::new(cfg.n_layer, cfg.n_head_kv, hd, context_size);
         Ok(Self {
             output_norm: weights.vector("output_norm.weight", e)?,
             token_embd,
@@ -178,7 +186,10 @@ impl Decoder {
             bail!("forward called with no tokens");
         }
         if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= self.cfg.vocab_size) {
-            bail!("token id {bad} is outside the vocabulary ({})", self.cfg.vocab_size);
+            bail!(
+                "token id {bad} is outside the vocabulary ({})",
+                self.cfg.vocab_size
+            );
         }
         self.cache.reserve(tokens.len())?;
         let start = self.cache.len();
@@ -224,7 +235,6 @@ impl Decoder {
         }
         let mut q = q.contiguous()?.reshape((t, nh, hd))?;
         let mut k = k.contiguous()?.reshape((t, nkv, hd))?;
-        let v = v.contiguous()?.reshape((t, nkv, hd))?;
         if let Some((qn, kn)) = &layer.qk_norm {
             q = rms_norm(&q, qn, cfg.rms_eps)?;
             k = rms_norm(&k, kn, cfg.rms_eps)?;
@@ -234,14 +244,26 @@ impl Decoder {
         } else {
             &self.rope
         };
-        let q = rope.apply(&q, start)?;
-        let k = rope.apply(&k, start)?;
-        let window = layer.sliding.then_some(cfg.sliding_window).flatten();
-        let attn_scale = cfg.attn_scale;
-        let (k_all, v_all) =
-            self.cache
-                .append(il, &k.transpose(0, 1)?, &v.transpose(0, 1)?)?;
-        let attn = attention(&q, &k_all, &v_all, start, window, attn_scale)?;
+        let mut q = q.flatten_all()?.to_vec1::<f32>()?;
+        let mut k = k.flatten_all()?.to_vec1::<f32>()?;
+        let v = v.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+        rope.rotate(&mut q, nh, hd, start);
+        rope.rotate(&mut k, nkv, hd, start);
+        let shape = AttentionShape {
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: hd,
+            capacity: self.cache.capacity(),
+            start,
+            window: layer.sliding.then_some(cfg.sliding_window).flatten(),
+            scale: cfg.attn_scale,
+        };
+        let layer_cache = self.cache.append(il, &k, &v);
+        let attn = Tensor::from_vec(
+            attention(&q, layer_cache, shape),
+            (t, nh * hd),
+            &Device::Cpu,
+        )?;
         let cfg = &self.cfg;
         let layer = &self.layers[il];
         let mut a = layer.attn_out.forward(&attn)?;
@@ -254,7 +276,10 @@ impl Decoder {
             FfnProj::Separate { gate, up } => (gate.forward(&m)?, up.forward(&m)?),
             FfnProj::Fused(up) => {
                 let both = up.forward(&m)?;
-                (both.narrow(1, 0, cfg.n_ff)?, both.narrow(1, cfg.n_ff, cfg.n_ff)?)
+                (
+                    both.narrow(1, 0, cfg.n_ff)?,
+                    both.narrow(1, cfg.n_ff, cfg.n_ff)?,
+                )
             }
         };
         let gate = if cfg.arch.uses_gelu() {
@@ -267,82 +292,5 @@ impl Decoder {
             f = rms_norm(&f, norm, cfg.rms_eps)?;
         }
         Ok((x + f)?)
-    }
-}
-
-/// Causal (optionally windowed) attention of `q (t, heads, d)` over the cached
-/// `k, v (kv_heads, total, d)`; returns `(t, heads * d)`.
-fn attention(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    start: usize,
-    window: Option<usize>,
-    scale: f32,
-) -> Result<Tensor> {
-    let (t, nh, d) = q.dims3()?;
-    let (nkv, total, _) = k.dims3()?;
-    let rep = nh / nkv;
-    // Query heads that share a KV head are stacked as extra rows, so K and V are never copied
-    // per head: (kv_heads, rep * t, d).
-    let q = q.transpose(0, 1)?.contiguous()?.reshape((nkv, rep * t, d))?;
-    let scores = (q.matmul(&k.t()?)? * scale as f64)?;
-    let scores = match causal_mask(t, start, total, window) {
-        Some(mask) => {
-            let mask = Tensor::from_vec(mask, (1, 1, t, total), &Device::Cpu)?;
-            scores
-                .reshape((nkv, rep, t, total))?
-                .broadcast_add(&mask)?
-                .reshape((nkv, rep * t, total))?
-        }
-        None => scores,
-    };
-    let probs = softmax_last_dim(&scores)?;
-    let out = probs.matmul(&v.contiguous()?)?; // (nkv, rep * t, d)
-    Ok(out
-        .reshape((nh, t, d))?
-        .transpose(0, 1)?
-        .contiguous()?
-        .reshape((t, nh * d))?)
-}
-
-/// Additive mask `(t, total)`: query i (at position start + i) sees key j when j is not in its
-/// future and, with a window W, when it is one of the last W positions. None when nothing is
-/// masked (a single token with everything in view).
-fn causal_mask(t: usize, start: usize, total: usize, window: Option<usize>) -> Option<Vec<f32>> {
-    let windowed = window.is_some_and(|w| total > w);
-    if t == 1 && !windowed {
-        return None;
-    }
-    let mut mask = vec![0f32; t * total];
-    for i in 0..t {
-        let pos = start + i;
-        for (j, m) in mask[i * total..(i + 1) * total].iter_mut().enumerate() {
-            let too_old = window.is_some_and(|w| pos >= w && j <= pos - w);
-            if j > pos || too_old {
-                *m = f32::NEG_INFINITY;
-            }
-        }
-    }
-    Some(mask)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::causal_mask;
-
-    #[test]
-    fn single_token_without_window_needs_no_mask() {
-        assert!(causal_mask(1, 10, 11, None).is_none());
-    }
-
-    #[test]
-    fn mask_hides_the_future_and_what_left_the_window() {
-        let m = causal_mask(2, 3, 5, Some(2)).unwrap();
-        let seen = |row: usize| -> Vec<bool> {
-            m[row * 5..(row + 1) * 5].iter().map(|v| v.is_finite()).collect()
-        };
-        assert_eq!(seen(0), [false, false, true, true, false]);
-        assert_eq!(seen(1), [false, false, false, true, true]);
     }
 }

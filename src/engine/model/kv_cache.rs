@@ -4,37 +4,39 @@
 //! allocations the OS maps lazily, so memory grows with the conversation.
 
 use anyhow::{bail, Result};
-use candle_core::{DType, Device, Tensor};
 
-struct LayerCache {
-    /// `(kv_heads, capacity, head_dim)`.
-    k: Tensor,
-    v: Tensor,
+/// One layer's keys and values, laid out `(kv_heads, capacity, head_dim)` so that each head's
+/// positions are contiguous.
+pub struct LayerCache {
+    pub k: Vec<f32>,
+    pub v: Vec<f32>,
 }
 
 pub struct KvCache {
     layers: Vec<LayerCache>,
+    kv_heads: usize,
+    head_dim: usize,
     capacity: usize,
     /// Positions currently held (same for every layer once a forward pass completes).
     len: usize,
 }
 
 impl KvCache {
-    pub fn new(n_layer: usize, kv_heads: usize, head_dim: usize, capacity: usize) -> Result<Self> {
+    pub fn new(n_layer: usize, kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
+        let size = kv_heads * capacity * head_dim;
         let layers = (0..n_layer)
-            .map(|_| -> Result<LayerCache> {
-                let shape = (kv_heads, capacity, head_dim);
-                Ok(LayerCache {
-                    k: Tensor::zeros(shape, DType::F32, &Device::Cpu)?,
-                    v: Tensor::zeros(shape, DType::F32, &Device::Cpu)?,
-                })
+            .map(|_| LayerCache {
+                k: vec![0f32; size],
+                v: vec![0f32; size],
             })
-            .collect::<Result<_>>()?;
-        Ok(Self {
+            .collect();
+        Self {
             layers,
+            kv_heads,
+            head_dim,
             capacity,
             len: 0,
-        })
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -66,15 +68,21 @@ impl KvCache {
         Ok(())
     }
 
-    /// Writes `k`, `v` of shape `(kv_heads, tokens, head_dim)` at the current end of `layer`
-    /// and returns views of everything cached for it, new positions included.
-    pub fn append(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-        let tokens = k.dim(1)?;
-        let cache = &self.layers[layer];
-        cache.k.slice_set(&k.contiguous()?, 1, self.len)?;
-        cache.v.slice_set(&v.contiguous()?, 1, self.len)?;
-        let total = self.len + tokens;
-        Ok((cache.k.narrow(1, 0, total)?, cache.v.narrow(1, 0, total)?))
+    /// Writes `k` and `v`, each `(tokens, kv_heads, head_dim)` row-major, at the current end of
+    /// `layer`, and returns the layer's buffers.
+    pub fn append(&mut self, layer: usize, k: &[f32], v: &[f32]) -> &LayerCache {
+        let (heads, d, cap, start) = (self.kv_heads, self.head_dim, self.capacity, self.len);
+        let tokens = k.len() / (heads * d);
+        let cache = &mut self.layers[layer];
+        for t in 0..tokens {
+            for h in 0..heads {
+                let src = (t * heads + h) * d;
+                let dst = (h * cap + start + t) * d;
+                cache.k[dst..dst + d].copy_from_slice(&k[src..src + d]);
+                cache.v[dst..dst + d].copy_from_slice(&v[src..src + d]);
+            }
+        }
+        &self.layers[layer]
     }
 
     /// Marks `tokens` appended positions as held, after every layer has written them.

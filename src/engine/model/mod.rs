@@ -1,5 +1,6 @@
 //! The loaded model behind one interface: feed tokens, get logits, manage the KV cache.
 
+pub mod attention;
 pub mod config;
 pub mod decoder;
 pub mod kv_cache;

@@ -1,8 +1,6 @@
 //! Rotary position embeddings: normal and NeoX pairing, partial rotary, per-frequency factors.
 
 use super::config::RopeConfig;
-use anyhow::Result;
-use candle_core::Tensor;
 
 /// Precomputed frequencies for one kind of layer.
 #[derive(Debug, Clone)]
@@ -32,10 +30,9 @@ impl Rope {
         }
     }
 
-    /// Rotates `x` of shape `(tokens, heads, head_dim)` whose first token sits at `start`.
-    pub fn apply(&self, x: &Tensor, start: usize) -> Result<Tensor> {
-        let (tokens, heads, head_dim) = x.dims3()?;
-        let mut data = x.flatten_all()?.to_vec1::<f32>()?;
+    /// Rotates `data`, laid out `(tokens, heads, head_dim)`, whose first token sits at `start`.
+    pub fn rotate(&self, data: &mut [f32], heads: usize, head_dim: usize, start: usize) {
+        let tokens = data.len() / (heads * head_dim);
         let half = self.n_rot / 2;
         let mut cos_sin = vec![(0f32, 0f32); half];
         for t in 0..tokens {
@@ -50,21 +47,23 @@ impl Rope {
             for h in 0..heads {
                 let v = &mut data[(t * heads + h) * head_dim..][..head_dim];
                 for (i, &(cos, sin)) in cos_sin.iter().enumerate() {
-                    let (a, b) = if self.neox { (i, i + half) } else { (2 * i, 2 * i + 1) };
+                    let (a, b) = if self.neox {
+                        (i, i + half)
+                    } else {
+                        (2 * i, 2 * i + 1)
+                    };
                     let (x0, x1) = (v[a], v[b]);
                     v[a] = x0 * cos - x1 * sin;
                     v[b] = x0 * sin + x1 * cos;
                 }
             }
         }
-        Ok(Tensor::from_vec(data, (tokens, heads, head_dim), x.device())?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::Device;
 
     fn cfg(neox: bool, n_rot: usize) -> RopeConfig {
         RopeConfig {
@@ -78,28 +77,27 @@ mod tests {
 
     #[test]
     fn position_zero_is_identity() {
-        let x = Tensor::arange(0f32, 16.0, &Device::Cpu).unwrap();
-        let x = x.reshape((1, 2, 8)).unwrap();
-        let y = Rope::new(&cfg(true, 8), None).apply(&x, 0).unwrap();
-        assert_eq!(x.to_vec3::<f32>().unwrap(), y.to_vec3::<f32>().unwrap());
+        let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+        let mut y = x.clone();
+        Rope::new(&cfg(true, 8), None).rotate(&mut y, 2, 8, 0);
+        assert_eq!(x, y);
     }
 
     #[test]
     fn dims_past_n_rot_pass_through() {
-        let x = Tensor::ones((1, 1, 8), candle_core::DType::F32, &Device::Cpu).unwrap();
-        let y = Rope::new(&cfg(true, 4), None).apply(&x, 5).unwrap();
-        let y = y.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let mut y = vec![1f32; 8];
+        Rope::new(&cfg(true, 4), None).rotate(&mut y, 1, 8, 5);
         assert_eq!(&y[4..], &[1.0; 4]);
         assert!(y[..4].iter().any(|v| (v - 1.0).abs() > 1e-3));
     }
 
     #[test]
     fn rotation_keeps_pair_norms() {
-        let x = Tensor::arange(1f32, 9.0, &Device::Cpu).unwrap();
-        let x = x.reshape((1, 1, 8)).unwrap();
+        let x: Vec<f32> = (1..9).map(|i| i as f32).collect();
+        let norm = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>();
         for neox in [false, true] {
-            let y = Rope::new(&cfg(neox, 8), None).apply(&x, 7).unwrap();
-            let norm = |t: &Tensor| t.sqr().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap();
+            let mut y = x.clone();
+            Rope::new(&cfg(neox, 8), None).rotate(&mut y, 1, 8, 7);
             assert!((norm(&x) - norm(&y)).abs() < 1e-3);
         }
     }

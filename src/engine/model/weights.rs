@@ -60,8 +60,8 @@ impl<'h> WeightFile<'h> {
 
     fn qtensor_from(&self, info: &TensorInfo, bytes: &[u8]) -> Result<Arc<QTensor>> {
         let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, info.dtype)?;
-        let tensor = QTensor::new(storage, info.shape())
-            .with_context(|| format!("tensor {}", info.name))?;
+        let tensor =
+            QTensor::new(storage, info.shape()).with_context(|| format!("tensor {}", info.name))?;
         Ok(Arc::new(tensor))
     }
 

@@ -1,16 +1,10 @@
-//! Reading a GGUF file's header (metadata and tensor directory) safely and quickly.
-//!
-//! Files come from the internet, so nothing in the header is trusted: every length and count
-//! is checked against the bytes that remain in the file *before* anything is allocated, and
-//! every tensor must lie inside the file. Only the header is read here (milliseconds, also for
-//! multi-gigabyte files); tensor data is mapped later by the model loader.
+//! The byte-level header parser: every length is checked against what is left of the file.
 
+use super::{GgufHeader, MetaValue, TensorInfo};
 use candle_core::quantized::GgmlDType;
 use std::collections::BTreeMap;
-use std::fmt;
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::PathBuf;
 
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 /// Nested arrays deeper than this are not something a real model writes.
@@ -19,203 +13,10 @@ const MAX_ARRAY_DEPTH: usize = 4;
 const MAX_DIMS: u32 = 4;
 const DEFAULT_ALIGNMENT: u64 = 32;
 
-/// One metadata value, as typed in the file.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MetaValue {
-    U8(u8),
-    I8(i8),
-    U16(u16),
-    I16(i16),
-    U32(u32),
-    I32(i32),
-    F32(f32),
-    Bool(bool),
-    String(String),
-    Array(Vec<MetaValue>),
-    U64(u64),
-    I64(i64),
-    F64(f64),
-}
-
-impl MetaValue {
-    /// Any integer type, widened; negative values are `None`.
-    pub fn as_u64(&self) -> Option<u64> {
-        match *self {
-            MetaValue::U8(v) => Some(v.into()),
-            MetaValue::U16(v) => Some(v.into()),
-            MetaValue::U32(v) => Some(v.into()),
-            MetaValue::U64(v) => Some(v),
-            MetaValue::I8(v) => u64::try_from(v).ok(),
-            MetaValue::I16(v) => u64::try_from(v).ok(),
-            MetaValue::I32(v) => u64::try_from(v).ok(),
-            MetaValue::I64(v) => u64::try_from(v).ok(),
-            MetaValue::Bool(_) | MetaValue::F32(_) | MetaValue::F64(_) => None,
-            MetaValue::String(_) | MetaValue::Array(_) => None,
-        }
-    }
-
-    /// Any numeric type as f64 (integers included: converters are not consistent).
-    pub fn as_f64(&self) -> Option<f64> {
-        match *self {
-            MetaValue::F32(v) => Some(v.into()),
-            MetaValue::F64(v) => Some(v),
-            MetaValue::I8(v) => Some(v.into()),
-            MetaValue::I16(v) => Some(v.into()),
-            MetaValue::I32(v) => Some(v.into()),
-            MetaValue::I64(v) => Some(v as f64),
-            _ => self.as_u64().map(|v| v as f64),
-        }
-    }
-
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            MetaValue::String(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    pub fn as_bool(&self) -> Option<bool> {
-        match *self {
-            MetaValue::Bool(b) => Some(b),
-            _ => self.as_u64().map(|v| v != 0),
-        }
-    }
-
-    pub fn as_array(&self) -> Option<&[MetaValue]> {
-        match self {
-            MetaValue::Array(a) => Some(a),
-            _ => None,
-        }
-    }
-}
-
-/// Where one tensor lives in the file and what it holds.
-#[derive(Debug, Clone)]
-pub struct TensorInfo {
-    pub name: String,
-    pub dtype: GgmlDType,
-    /// Dimensions in ggml order: `dims[0]` is the row length (`ne0`).
-    pub dims: Vec<usize>,
-    /// Absolute byte offset of the data in the file.
-    pub offset: u64,
-    pub size_bytes: u64,
-}
-
-impl TensorInfo {
-    /// Dimensions in candle (row-major) order: outermost first.
-    pub fn shape(&self) -> Vec<usize> {
-        self.dims.iter().rev().copied().collect()
-    }
-
-    pub fn elem_count(&self) -> usize {
-        self.dims.iter().product()
-    }
-}
-
-/// Everything in a GGUF file except the tensor data.
-#[derive(Debug, Clone)]
-pub struct GgufHeader {
-    pub path: PathBuf,
-    pub version: u32,
-    pub file_size: u64,
-    pub metadata: BTreeMap<String, MetaValue>,
-    pub tensors: Vec<TensorInfo>,
-}
-
-/// A header that could not be read; the message names the file and the problem.
-#[derive(Debug, thiserror::Error)]
-pub struct GgufError {
-    pub path: PathBuf,
-    pub problem: String,
-}
-
-impl fmt::Display for GgufError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.problem)
-    }
-}
-
-impl GgufHeader {
-    /// Reads and validates the header of the GGUF file at `path`.
-    pub fn read(path: &Path) -> Result<Self, GgufError> {
-        let error = |problem: String| GgufError {
-            path: path.to_path_buf(),
-            problem,
-        };
-        let file = File::open(path).map_err(|e| error(format!("cannot open: {e}")))?;
-        let file_size = file
-            .metadata()
-            .map_err(|e| error(format!("cannot read file size: {e}")))?
-            .len();
-        if file_size == 0 {
-            return Err(error("the file is empty, not a GGUF model".into()));
-        }
-        let mut reader = HeaderReader {
-            inner: BufReader::with_capacity(1 << 16, file),
-            position: 0,
-            file_size,
-        };
-        let mut header = reader.read_header().map_err(error)?;
-        header.path = path.to_path_buf();
-        Ok(header)
-    }
-
-    pub fn get(&self, key: &str) -> Option<&MetaValue> {
-        self.metadata.get(key)
-    }
-
-    pub fn get_str(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(MetaValue::as_str)
-    }
-
-    pub fn get_u64(&self, key: &str) -> Option<u64> {
-        self.get(key).and_then(MetaValue::as_u64)
-    }
-
-    pub fn get_f64(&self, key: &str) -> Option<f64> {
-        self.get(key).and_then(MetaValue::as_f64)
-    }
-
-    pub fn get_array(&self, key: &str) -> Option<&[MetaValue]> {
-        self.get(key).and_then(MetaValue::as_array)
-    }
-
-    /// `general.architecture`, the only source of truth for which implementation runs.
-    pub fn architecture(&self) -> Option<&str> {
-        self.get_str("general.architecture")
-    }
-
-    /// A key under the architecture's namespace, e.g. `arch_key("block_count")`.
-    pub fn arch_key(&self, suffix: &str) -> String {
-        format!("{}.{suffix}", self.architecture().unwrap_or("unknown"))
-    }
-
-    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.tensors.iter().find(|t| t.name == name)
-    }
-
-    /// A short name of the weights' quantization, from the most common matrix type.
-    pub fn quantization(&self) -> String {
-        let mut bytes_per_type: BTreeMap<String, u64> = BTreeMap::new();
-        for t in self.tensors.iter().filter(|t| t.dims.len() >= 2) {
-            *bytes_per_type.entry(format!("{:?}", t.dtype)).or_default() += t.size_bytes;
-        }
-        bytes_per_type
-            .into_iter()
-            .max_by_key(|(_, bytes)| *bytes)
-            .map(|(name, _)| name.to_uppercase())
-            .unwrap_or_else(|| "none".into())
-    }
-
-    pub fn parameter_count(&self) -> u64 {
-        self.tensors.iter().map(|t| t.elem_count() as u64).sum()
-    }
-}
-
-struct HeaderReader<R> {
-    inner: R,
-    position: u64,
-    file_size: u64,
+pub(super) struct HeaderReader<R> {
+    pub(super) inner: R,
+    pub(super) position: u64,
+    pub(super) file_size: u64,
 }
 
 type ReadResult<T> = Result<T, String>;
@@ -229,7 +30,10 @@ impl<R: Read> HeaderReader<R> {
         let mut buf = [0u8; N];
         self.inner.read_exact(&mut buf).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                format!("the file ends inside its header at byte {} (truncated?)", self.position)
+                format!(
+                    "the file ends inside its header at byte {} (truncated?)",
+                    self.position
+                )
             } else {
                 format!("read error at byte {}: {e}", self.position)
             }
@@ -273,7 +77,7 @@ impl<R: Read> HeaderReader<R> {
         Ok(String::from_utf8_lossy(&buf).into_owned())
     }
 
-    fn read_header(&mut self) -> ReadResult<GgufHeader> {
+    pub(super) fn read_header(&mut self) -> ReadResult<GgufHeader> {
         let magic = self
             .bytes::<4>()
             .map_err(|_| "too short to be a GGUF file".to_string())?;
@@ -306,7 +110,10 @@ impl<R: Read> HeaderReader<R> {
         for _ in 0..tensor_count {
             tensors.push(self.tensor_info()?);
         }
-        let alignment = match metadata.get("general.alignment").and_then(MetaValue::as_u64) {
+        let alignment = match metadata
+            .get("general.alignment")
+            .and_then(MetaValue::as_u64)
+        {
             Some(a) if a.is_power_of_two() => a,
             Some(a) => return Err(format!("general.alignment {a} is not a power of two")),
             None => DEFAULT_ALIGNMENT,
@@ -319,9 +126,9 @@ impl<R: Read> HeaderReader<R> {
                 (Some(start), Some(end)) if end <= self.file_size => t.offset = start,
                 _ => {
                     return Err(format!(
-                        "tensor {:?} lies past the end of the file ({} bytes): the file is truncated",
-                        t.name, self.file_size
-                    ))
+                    "tensor {:?} lies past the end of the file ({} bytes): the file is truncated",
+                    t.name, self.file_size
+                ))
                 }
             }
         }

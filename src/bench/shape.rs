@@ -1,0 +1,444 @@
+//! Shape-only model files: a GGUF with random weights but exactly a catalogue entry's
+//! architecture, dimensions, vocabulary size and per-tensor quantization mix.
+//!
+//! The file carries every metadata key the decoder reads (src/engine/model/config.rs), with
+//! the types and names llama.cpp expects for that architecture, and
+//! `tokenizer.ggml.model = "no_vocab"` (llama.cpp then adds dummy tokens), so the same file
+//! can be measured by other runtimes side by side. Its speed and memory are the real model's;
+//! its text is noise.
+
+use super::fill::{self, Fill};
+use crate::catalog::{CatalogEntry, ModelShape};
+use crate::engine::gguf::writer::GgufWriter;
+use crate::engine::gguf::MetaValue;
+use anyhow::{anyhow, bail, Context, Result};
+use candle_core::quantized::GgmlDType;
+use std::path::Path;
+
+/// What a shape-only file is built from: a catalogue entry, or a hand-made shape in tests.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeSource<'a> {
+    pub name: &'a str,
+    /// `general.architecture`.
+    pub architecture: &'a str,
+    /// The quantization the mix stands for (`Q4_K_M`), for `general.file_type`.
+    pub quantization: &'a str,
+    pub shape: &'a ModelShape,
+}
+
+impl<'a> ShapeSource<'a> {
+    /// A catalogue entry; the models taper cannot run are refused with the entry's reason.
+    pub fn from_entry(entry: &'a CatalogEntry) -> Result<Self> {
+        if !entry.supported {
+            bail!(
+                "{} ({}) is a {} model, which taper cannot run yet: {}. There is nothing to \
+                 benchmark its shape with.",
+                entry.name,
+                entry.display_name,
+                entry.architecture,
+                entry.unsupported_reason
+            );
+        }
+        Ok(Self {
+            name: &entry.name,
+            architecture: &entry.architecture,
+            quantization: &entry.quantization,
+            shape: &entry.shape,
+        })
+    }
+}
+
+/// The file's description (metadata, tensor directory) and how each tensor is filled.
+pub struct ShapePlan {
+    pub writer: GgufWriter,
+    /// One per tensor, in the writer's order.
+    pub fills: Vec<Fill>,
+}
+
+/// llama.cpp's `use_more_bits` (src/llama-quant.cpp): the layers Q4_K_M gives more bits.
+pub fn use_more_bits(layer: usize, n_layers: usize) -> bool {
+    layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2
+}
+
+/// A ggml type name as the catalogue writes it (`Q4_K`, `Q5_0`, `F16` ...).
+pub fn parse_ggml_type(name: &str) -> Option<GgmlDType> {
+    Some(match name.trim().to_ascii_uppercase().as_str() {
+        "F32" => GgmlDType::F32,
+        "F16" => GgmlDType::F16,
+        "BF16" => GgmlDType::BF16,
+        "Q4_0" => GgmlDType::Q4_0,
+        "Q4_1" => GgmlDType::Q4_1,
+        "Q5_0" => GgmlDType::Q5_0,
+        "Q5_1" => GgmlDType::Q5_1,
+        "Q8_0" => GgmlDType::Q8_0,
+        "Q2_K" => GgmlDType::Q2K,
+        "Q3_K" => GgmlDType::Q3K,
+        "Q4_K" => GgmlDType::Q4K,
+        "Q5_K" => GgmlDType::Q5K,
+        "Q6_K" => GgmlDType::Q6K,
+        _ => return None,
+    })
+}
+
+/// The type of a tensor role in `layer` (None for whole-model tensors): "A", or "A/B" with B
+/// in the use_more_bits layers. `Ok(None)` for "tied" (there is no such tensor).
+fn role_type(shape: &ModelShape, role: &str, layer: Option<usize>) -> Result<Option<GgmlDType>> {
+    let spec = shape
+        .quant
+        .get(role)
+        .ok_or_else(|| anyhow!("the quant mix has no type for {role}"))?;
+    if spec == "tied" {
+        return Ok(None);
+    }
+    let name = match spec.split_once('/') {
+        Some((normal, more)) => match layer {
+            Some(il) if use_more_bits(il, shape.layers) => more,
+            _ => normal,
+        },
+        None => spec.as_str(),
+    };
+    parse_ggml_type(name)
+        .map(Some)
+        .ok_or_else(|| anyhow!("{role}: {spec:?} is not a ggml type taper can write"))
+}
+
+/// llama.cpp's `general.file_type` (enum llama_ftype) for the common mixes.
+fn file_type(quantization: &str) -> Option<u32> {
+    Some(match quantization.to_ascii_uppercase().as_str() {
+        "F32" => 0,
+        "F16" => 1,
+        "Q4_0" => 2,
+        "Q4_1" => 3,
+        "Q8_0" => 7,
+        "Q5_0" => 8,
+        "Q5_1" => 9,
+        "Q4_K_S" => 14,
+        "Q4_K_M" => 15,
+        "Q5_K_S" => 16,
+        "Q5_K_M" => 17,
+        "Q6_K" => 18,
+        _ => return None,
+    })
+}
+
+fn extra_str<'s>(shape: &'s ModelShape, key: &str) -> Option<&'s str> {
+    shape.extra.get(key).and_then(|v| v.as_str())
+}
+
+fn extra_f64(shape: &ModelShape, key: &str) -> Option<f64> {
+    let v = shape.extra.get(key)?;
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+fn extra_usize(shape: &ModelShape, key: &str) -> Option<usize> {
+    shape.extra.get(key)?.as_integer().map(|i| i as usize)
+}
+
+fn u32_of(n: usize) -> MetaValue {
+    MetaValue::U32(n as u32)
+}
+
+/// Builds the metadata and tensor directory of the shape-only file.
+pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
+    let s = src.shape;
+    let arch = src.architecture;
+    let fused = match arch {
+        "llama" | "qwen2" | "qwen3" | "gemma3" => false,
+        "phi3" => true,
+        other => bail!("shape-only files of the {other:?} architecture are not supported"),
+    };
+    if s.layers == 0 || s.heads == 0 || s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+        bail!(
+            "inconsistent shape: {} layers, {}/{} heads",
+            s.layers,
+            s.heads,
+            s.kv_heads
+        );
+    }
+    let mut w = GgufWriter::new();
+    let key = |suffix: &str| format!("{arch}.{suffix}");
+    w.set("general.architecture", MetaValue::String(arch.into()));
+    w.set(
+        "general.name",
+        MetaValue::String(format!("shape-only {}", src.name)),
+    );
+    w.set("general.alignment", MetaValue::U32(32));
+    w.set("general.quantization_version", MetaValue::U32(2));
+    if let Some(ft) = file_type(src.quantization) {
+        w.set("general.file_type", MetaValue::U32(ft));
+    }
+    // llama.cpp's typed getters are strict: integers are u32, floats f32.
+    w.set(&key("vocab_size"), u32_of(s.vocab));
+    w.set(&key("context_length"), u32_of(s.context));
+    w.set(&key("embedding_length"), u32_of(s.hidden));
+    w.set(&key("block_count"), u32_of(s.layers));
+    w.set(&key("feed_forward_length"), u32_of(s.ffn));
+    w.set(&key("attention.head_count"), u32_of(s.heads));
+    w.set(&key("attention.head_count_kv"), u32_of(s.kv_heads));
+    if s.hidden % s.heads != 0 || s.head_dim != s.hidden / s.heads {
+        w.set(&key("attention.key_length"), u32_of(s.head_dim));
+        w.set(&key("attention.value_length"), u32_of(s.head_dim));
+    }
+    w.set(&key("rope.freq_base"), MetaValue::F32(s.rope_theta as f32));
+    w.set(&key("rope.dimension_count"), u32_of(s.rope_dim));
+    w.set(
+        &key("attention.layer_norm_rms_epsilon"),
+        MetaValue::F32(s.rms_eps as f32),
+    );
+    if arch == "gemma3" {
+        w.set(
+            &key("attention.sliding_window"),
+            u32_of(s.sliding_window.max(1)),
+        );
+        let local = extra_f64(s, "rope_local_theta").unwrap_or(10_000.0);
+        w.set(&key("rope.freq_base_swa"), MetaValue::F32(local as f32));
+    }
+    if let Some(window) = extra_usize(s, "config_sliding_window") {
+        // Phi-3's converter writes the window llama.cpp (and taper) ignore; so does this file.
+        w.set(&key("attention.sliding_window"), u32_of(window));
+    }
+    w.set("tokenizer.ggml.model", MetaValue::String("no_vocab".into()));
+
+    let (q_width, kv_width) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
+    let mut b = Builder {
+        src,
+        plan: ShapePlan {
+            writer: w,
+            fills: Vec::new(),
+        },
+    };
+    let embd = b.matrix_type("token_embd", None)?;
+    b.add(
+        "token_embd.weight",
+        embd,
+        &[s.hidden, s.vocab],
+        Fill::Random,
+    )?;
+    let half_rot = s.rope_dim / 2;
+    match extra_str(s, "rope_scaling") {
+        None => {}
+        Some("llama3") => {
+            let factors = fill::llama3_rope_factors(
+                s.rope_theta,
+                s.rope_dim,
+                extra_f64(s, "rope_scaling_factor").unwrap_or(8.0),
+                extra_usize(s, "rope_original_context").unwrap_or(8192),
+            );
+            b.vector("rope_freqs.weight", half_rot, Fill::Values(factors))?;
+        }
+        Some("longrope") => {
+            let original = extra_usize(s, "rope_original_context").unwrap_or(4096);
+            let w = &mut b.plan.writer;
+            w.set(
+                &key("rope.scaling.original_context_length"),
+                u32_of(original),
+            );
+            // The converter's attention factor: sqrt(1 + ln(scale) / ln(original)).
+            let scale = s.context as f64 / original as f64;
+            let attn_factor = if scale > 1.0 {
+                (1.0 + scale.ln() / (original as f64).ln()).sqrt()
+            } else {
+                1.0
+            };
+            w.set(
+                &key("rope.scaling.attn_factor"),
+                MetaValue::F32(attn_factor as f32),
+            );
+            let (long, short) = fill::longrope_factors(half_rot);
+            b.vector("rope_factors_long.weight", half_rot, Fill::Values(long))?;
+            b.vector("rope_factors_short.weight", half_rot, Fill::Values(short))?;
+        }
+        Some(other) => bail!("{}: rope scaling {other:?} is not supported", src.name),
+    }
+    for il in 0..s.layers {
+        let name = |t: &str| format!("blk.{il}.{t}");
+        b.vector(&name("attn_norm.weight"), s.hidden, Fill::Ones)?;
+        if fused || s.fused_qkv {
+            b.dense(il, "attn_qkv", &[s.hidden, q_width + 2 * kv_width])?;
+        } else {
+            b.dense(il, "attn_q", &[s.hidden, q_width])?;
+            b.dense(il, "attn_k", &[s.hidden, kv_width])?;
+            b.dense(il, "attn_v", &[s.hidden, kv_width])?;
+        }
+        if s.qkv_bias {
+            b.vector(&name("attn_q.bias"), q_width, Fill::Small)?;
+            b.vector(&name("attn_k.bias"), kv_width, Fill::Small)?;
+            b.vector(&name("attn_v.bias"), kv_width, Fill::Small)?;
+        }
+        if s.qk_norm {
+            b.vector(&name("attn_q_norm.weight"), s.head_dim, Fill::Ones)?;
+            b.vector(&name("attn_k_norm.weight"), s.head_dim, Fill::Ones)?;
+        }
+        b.dense(il, "attn_output", &[q_width, s.hidden])?;
+        if arch == "gemma3" {
+            b.vector(&name("post_attention_norm.weight"), s.hidden, Fill::Ones)?;
+        }
+        b.vector(&name("ffn_norm.weight"), s.hidden, Fill::Ones)?;
+        if fused || s.fused_gate_up {
+            // Phi-3: ffn_up holds the gate in its first half and the up projection in its second.
+            b.dense(il, "ffn_up", &[s.hidden, 2 * s.ffn])?;
+        } else {
+            b.dense(il, "ffn_gate", &[s.hidden, s.ffn])?;
+            b.dense(il, "ffn_up", &[s.hidden, s.ffn])?;
+        }
+        b.dense(il, "ffn_down", &[s.ffn, s.hidden])?;
+        if arch == "gemma3" {
+            b.vector(&name("post_ffw_norm.weight"), s.hidden, Fill::Ones)?;
+        }
+    }
+    b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
+    if !s.tied_embeddings {
+        let out = b.matrix_type("output", None)?;
+        b.add("output.weight", out, &[s.hidden, s.vocab], Fill::Random)?;
+    }
+    Ok(b.plan)
+}
+
+struct Builder<'a> {
+    src: ShapeSource<'a>,
+    plan: ShapePlan,
+}
+
+impl Builder<'_> {
+    fn add(&mut self, name: &str, dtype: GgmlDType, dims: &[usize], fill: Fill) -> Result<()> {
+        self.plan
+            .writer
+            .add_tensor(name, dtype, dims)
+            .with_context(|| format!("{} shape: tensor {name}", self.src.name))?;
+        self.plan.fills.push(fill);
+        Ok(())
+    }
+
+    /// Norms, biases and rope factors: f32, as every converter writes them.
+    fn vector(&mut self, name: &str, len: usize, fill: Fill) -> Result<()> {
+        self.add(name, GgmlDType::F32, &[len], fill)
+    }
+
+    fn matrix_type(&self, role: &str, layer: Option<usize>) -> Result<GgmlDType> {
+        role_type(self.src.shape, role, layer)
+            .with_context(|| format!("{} shape", self.src.name))?
+            .ok_or_else(|| anyhow!("{} shape: {role} is marked \"tied\"", self.src.name))
+    }
+
+    /// A weight matrix of a layer, `blk.{layer}.{role}.weight`, in the quant mix's type.
+    fn dense(&mut self, layer: usize, role: &str, dims: &[usize]) -> Result<()> {
+        let dtype = self.matrix_type(role, Some(layer))?;
+        self.add(
+            &format!("blk.{layer}.{role}.weight"),
+            dtype,
+            dims,
+            Fill::Random,
+        )
+    }
+}
+
+/// Writes the shape-only file to `path`; returns its size in bytes. A partly written file is
+/// removed on failure.
+pub fn write_shape_file(src: ShapeSource, path: &Path) -> Result<u64> {
+    let plan = plan(src)?;
+    let result = fill::write(&plan, path);
+    if result.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    #[test]
+    fn more_bits_layers_are_llama_cpps() {
+        let more = |n: usize| -> Vec<usize> { (0..n).filter(|&i| use_more_bits(i, n)).collect() };
+        assert_eq!(
+            more(30),
+            [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29]
+        );
+        assert_eq!(
+            more(36),
+            [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 31, 32, 33, 34, 35]
+        );
+        assert_eq!(more(18), [0, 1, 4, 7, 10, 13, 15, 16, 17]);
+    }
+
+    #[test]
+    fn every_supported_catalogue_entry_has_a_plan() {
+        for entry in catalog::entries().iter().filter(|e| e.supported) {
+            let p = plan(ShapeSource::from_entry(entry).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e:#}", entry.name));
+            assert_eq!(p.fills.len(), p.writer.tensors().len());
+        }
+    }
+
+    #[test]
+    fn planned_sizes_are_close_to_the_real_files() {
+        // The catalogue's sizes are the real files': tensor data plus a few MB of vocabulary.
+        for entry in catalog::entries().iter().filter(|e| e.supported) {
+            let p = plan(ShapeSource::from_entry(entry).unwrap()).unwrap();
+            let data = p.writer.data_size() as f64;
+            let real = entry.size_bytes as f64;
+            assert!(
+                data < real && data > real - 10e6,
+                "{}: {data} vs {real}",
+                entry.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_quant_mix_follows_the_layer() {
+        let e = catalog::find("qwen3-4b").unwrap();
+        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
+        let dtype = |n: &str| {
+            p.writer
+                .tensors()
+                .iter()
+                .find(|t| t.name == n)
+                .unwrap()
+                .dtype
+        };
+        assert_eq!(dtype("blk.0.attn_v.weight"), GgmlDType::Q6K);
+        assert_eq!(dtype("blk.4.attn_v.weight"), GgmlDType::Q4K);
+        assert_eq!(dtype("blk.6.ffn_down.weight"), GgmlDType::Q6K);
+        assert_eq!(dtype("token_embd.weight"), GgmlDType::Q6K);
+        assert!(p.writer.tensors().iter().all(|t| t.name != "output.weight"));
+    }
+
+    #[test]
+    fn phi4_mini_gets_longrope_and_fused_tensors() {
+        let e = catalog::find("phi4-mini").unwrap();
+        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
+        let names: Vec<&str> = p.writer.tensors().iter().map(|t| t.name.as_str()).collect();
+        for n in [
+            "rope_factors_long.weight",
+            "rope_factors_short.weight",
+            "blk.0.attn_qkv.weight",
+        ] {
+            assert!(names.contains(&n), "{n}");
+        }
+        assert!(!names.contains(&"blk.0.ffn_gate.weight"));
+        let meta = |k: &str| {
+            p.writer
+                .metadata()
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            meta("phi3.rope.scaling.original_context_length"),
+            Some(MetaValue::U32(4096))
+        );
+        assert_eq!(meta("phi3.context_length"), Some(MetaValue::U32(131072)));
+    }
+
+    #[test]
+    fn gemma4_is_refused_with_the_reason() {
+        let e = catalog::find("gemma4-e4b").unwrap();
+        let err = ShapeSource::from_entry(e).unwrap_err().to_string();
+        assert!(
+            err.contains("gemma4") && err.contains("not implemented"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! The bench's figures: what one run measures, what a measuring process reports, and the
+//! record (medians, min–max and every run) that the outputs show.
+
+use serde::{Deserialize, Serialize};
+
+/// Prefill speed at one prompt length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefillFigure {
+    pub prompt_tokens: usize,
+    pub tok_s: f64,
+}
+
+/// Everything one run measures (rates from `crate::stats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFigures {
+    /// Header, tokenizer, chat template and weights: nothing to ready to generate.
+    pub load_s: f64,
+    pub ttft_ms: f64,
+    pub prefill: Vec<PrefillFigure>,
+    pub decode_tok_s: f64,
+    pub decode_tok_s_first_quarter: f64,
+    pub decode_tok_s_last_quarter: f64,
+    /// Greedy tokens generated in the decode run (the first one included).
+    pub generated_tokens: usize,
+    /// The process's peak resident memory during this run (since the previous run's model
+    /// was released, where the OS lets the peak be reset).
+    pub peak_rss_bytes: u64,
+}
+
+/// What a measuring process prints: one model at one thread count, every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReport {
+    pub path: String,
+    /// `general.name`, when the file has one.
+    pub name: Option<String>,
+    /// No vocabulary (`tokenizer.ggml.model = "no_vocab"`): random weights, speed only.
+    pub shape_only: bool,
+    pub architecture: String,
+    pub quantization: String,
+    pub parameters: u64,
+    pub file_size_bytes: u64,
+    pub threads: usize,
+    pub context_size: usize,
+    pub ttft_prompt_tokens: usize,
+    pub warmup_runs: usize,
+    pub runs: Vec<RunFigures>,
+}
+
+/// Median and min–max of one figure over the runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Self {
+        let (min, max) = min_max(values);
+        Self {
+            median: median(values),
+            min,
+            max,
+        }
+    }
+
+    fn range(&self) -> [f64; 2] {
+        [self.min, self.max]
+    }
+}
+
+/// The median; the mean of the two middle values for an even count; 0 for none.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The smallest and largest value; (0, 0) for none.
+pub fn min_max(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
+}
+
+/// Quarter rates of a decode run timed step by step: (first quarter, last quarter) in tok/s.
+/// A quarter is at least one step.
+pub fn quarter_rates(step_s: &[f64]) -> (f64, f64) {
+    if step_s.is_empty() {
+        return (0.0, 0.0);
+    }
+    let q = (step_s.len() / 4).max(1);
+    (
+        crate::stats::steps_tok_s(&step_s[..q]),
+        crate::stats::steps_tok_s(&step_s[step_s.len() - q..]),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefillRange {
+    pub prompt_tokens: usize,
+    pub tok_s: [f64; 2],
+}
+
+/// The min–max of every figure a record gives the median of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ranges {
+    pub load_s: [f64; 2],
+    pub ttft_ms: [f64; 2],
+    pub prefill: Vec<PrefillRange>,
+    pub decode_tok_s: [f64; 2],
+    pub decode_tok_s_first_quarter: [f64; 2],
+    pub decode_tok_s_last_quarter: [f64; 2],
+    pub peak_rss_bytes: [u64; 2],
+}
+
+/// One model at one thread count: medians over the runs, their min–max, and every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    /// The name shown everywhere; shape-only models carry "(shape-only)".
+    pub model: String,
+    pub shape_only: bool,
+    pub path: String,
+    pub architecture: String,
+    pub quantization: String,
+    pub parameters: u64,
+    pub file_size_bytes: u64,
+    pub threads: usize,
+    pub context_size: usize,
+    pub load_s: f64,
+    pub ttft_ms: f64,
+    pub ttft_prompt_tokens: usize,
+    pub prefill: Vec<PrefillFigure>,
+    pub decode_tok_s: f64,
+    pub decode_tok_s_first_quarter: f64,
+    pub decode_tok_s_last_quarter: f64,
+    pub gen_tokens: usize,
+    pub peak_rss_bytes: u64,
+    pub warmup_runs: usize,
+    pub min_max: Ranges,
+    pub runs: Vec<RunFigures>,
+}
+
+/// The marker shape-only results carry wherever they are shown.
+pub const SHAPE_ONLY: &str = "shape-only";
+
+/// How a model is called in the outputs.
+pub fn label(name: &str, shape_only: bool) -> String {
+    if shape_only {
+        format!("{name} ({SHAPE_ONLY})")
+    } else {
+        name.to_string()
+    }
+}
+
+impl BenchRecord {
+    /// Medians and ranges over the report's runs; `name` is what the user called the model.
+    pub fn from_report(name: &str, report: ModelReport) -> Self {
+        let runs = &report.runs;
+        let spread =
+            |f: &dyn Fn(&RunFigures) -> f64| Spread::of(&runs.iter().map(f).collect::<Vec<_>>());
+        let load = spread(&|r| r.load_s);
+        let ttft = spread(&|r| r.ttft_ms);
+        let decode = spread(&|r| r.decode_tok_s);
+        let first = spread(&|r| r.decode_tok_s_first_quarter);
+        let last = spread(&|r| r.decode_tok_s_last_quarter);
+        let rss = spread(&|r| r.peak_rss_bytes as f64);
+        let lengths: Vec<usize> = runs
+            .first()
+            .map(|r| r.prefill.iter().map(|p| p.prompt_tokens).collect())
+            .unwrap_or_default();
+        let prefill_spreads: Vec<(usize, Spread)> = lengths
+            .iter()
+            .map(|&n| {
+                let of_n = |r: &RunFigures| {
+                    r.prefill
+                        .iter()
+                        .find(|p| p.prompt_tokens == n)
+                        .map_or(0.0, |p| p.tok_s)
+                };
+                (n, spread(&of_n))
+            })
+            .collect();
+        BenchRecord {
+            model: label(name, report.shape_only),
+            shape_only: report.shape_only,
+            path: report.path,
+            architecture: report.architecture,
+            quantization: report.quantization,
+            parameters: report.parameters,
+            file_size_bytes: report.file_size_bytes,
+            threads: report.threads,
+            context_size: report.context_size,
+            load_s: load.median,
+            ttft_ms: ttft.median,
+            ttft_prompt_tokens: report.ttft_prompt_tokens,
+            prefill: prefill_spreads
+                .iter()
+                .map(|(n, s)| PrefillFigure {
+                    prompt_tokens: *n,
+                    tok_s: s.median,
+                })
+                .collect(),
+            decode_tok_s: decode.median,
+            decode_tok_s_first_quarter: first.median,
+            decode_tok_s_last_quarter: last.median,
+            gen_tokens: runs.first().map_or(0, |r| r.generated_tokens),
+            peak_rss_bytes: rss.median.round() as u64,
+            warmup_runs: report.warmup_runs,
+            min_max: Ranges {
+                load_s: load.range(),
+                ttft_ms: ttft.range(),
+                prefill: prefill_spreads
+                    .iter()
+                    .map(|(n, s)| PrefillRange {
+                        prompt_tokens: *n,
+                        tok_s: s.range(),
+                    })
+                    .collect(),
+                decode_tok_s: decode.range(),
+                decode_tok_s_first_quarter: first.range(),
+                decode_tok_s_last_quarter: last.range(),
+                peak_rss_bytes: [rss.min as u64, rss.max as u64],
+            },
+            runs: report.runs,
+        }
+    }
+
+    /// The spread of a figure over the runs, for the outputs.
+    pub fn spread_of(&self, f: impl Fn(&RunFigures) -> f64) -> Spread {
+        Spread::of(&self.runs.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// The spread of prefill speed at `prompt_tokens`.
+    pub fn prefill_spread(&self, prompt_tokens: usize) -> Spread {
+        self.spread_of(|r| {
+            r.prefill
+                .iter()
+                .find(|p| p.prompt_tokens == prompt_tokens)
+                .map_or(0.0, |p| p.tok_s)
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_an_odd_count_is_the_middle_value() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[5.0]), 5.0);
+    }
+
+    #[test]
+    fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+
+    #[test]
+    fn min_max_spans_the_runs() {
+        assert_eq!(min_max(&[2.0, 7.5, 1.25]), (1.25, 7.5));
+        assert_eq!(min_max(&[]), (0.0, 0.0));
+        let s = Spread::of(&[10.0, 30.0, 20.0]);
+        assert_eq!((s.median, s.min, s.max), (20.0, 10.0, 30.0));
+    }
+
+    #[test]
+    fn quarter_rates_time_the_first_and_last_quarter_of_the_steps() {
+        // 8 steps: the first two take 0.1 s each, the last two 0.2 s each.
+        let steps = [0.1, 0.1, 0.15, 0.15, 0.15, 0.15, 0.2, 0.2];
+        let (first, last) = quarter_rates(&steps);
+        assert!((first - 10.0).abs() < 1e-9, "{first}");
+        assert!((last - 5.0).abs() < 1e-9, "{last}");
+        // Fewer than four steps: a quarter is one step.
+        assert_eq!(quarter_rates(&[0.5, 0.25]), (2.0, 4.0));
+        assert_eq!(quarter_rates(&[]), (0.0, 0.0));
+    }
+
+    pub(crate) fn run(load_s: f64, decode: f64, p128: f64) -> RunFigures {
+        RunFigures {
+            load_s,
+            ttft_ms: load_s * 100.0,
+            prefill: vec![
+                PrefillFigure {
+                    prompt_tokens: 128,
+                    tok_s: p128,
+                },
+                PrefillFigure {
+                    prompt_tokens: 512,
+                    tok_s: p128 / 2.0,
+                },
+            ],
+            decode_tok_s: decode,
+            decode_tok_s_first_quarter: decode * 1.1,
+            decode_tok_s_last_quarter: decode * 0.9,
+            generated_tokens: 128,
+            peak_rss_bytes: 100_000_000,
+        }
+    }
+
+    pub(crate) fn report(shape_only: bool) -> ModelReport {
+        ModelReport {
+            path: "/m/x.gguf".into(),
+            name: None,
+            shape_only,
+            architecture: "llama".into(),
+            quantization: "Q4_1".into(),
+            parameters: 135_000_000,
+            file_size_bytes: 98_000_000,
+            threads: 2,
+            context_size: 4096,
+            ttft_prompt_tokens: 40,
+            warmup_runs: 1,
+            runs: vec![
+                run(0.3, 40.0, 300.0),
+                run(0.1, 50.0, 200.0),
+                run(0.2, 45.0, 400.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_record_gives_medians_ranges_and_every_run() {
+        let r = BenchRecord::from_report("smol", report(false));
+        assert_eq!(r.model, "smol");
+        assert_eq!(r.load_s, 0.2);
+        assert_eq!(r.min_max.load_s, [0.1, 0.3]);
+        assert_eq!(r.decode_tok_s, 45.0);
+        assert_eq!(r.min_max.decode_tok_s, [40.0, 50.0]);
+        assert_eq!(
+            r.prefill[0],
+            PrefillFigure {
+                prompt_tokens: 128,
+                tok_s: 300.0
+            }
+        );
+        assert_eq!(r.prefill[1].tok_s, 150.0);
+        assert_eq!(r.min_max.prefill[1].tok_s, [100.0, 200.0]);
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.gen_tokens, 128);
+    }
+
+    #[test]
+    fn shape_only_records_say_so_in_their_name() {
+        let r = BenchRecord::from_report("qwen3-4b", report(true));
+        assert_eq!(r.model, "qwen3-4b (shape-only)");
+        assert!(r.shape_only);
+    }
+}

@@ -1,0 +1,224 @@
+//! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
+//! (command-line flags override the file, the file overrides the defaults).
+
+use crate::engine::sampler::SamplingParams;
+use anyhow::{anyhow, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Everything `config.toml` can say. Every key is optional; unknown keys are errors (typos
+/// should not be silently ignored).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// A catalogue name, a local model name, or a path.
+    pub default_model: Option<String>,
+    pub system_prompt: Option<String>,
+    pub context_size: Option<usize>,
+    pub threads: Option<usize>,
+    pub max_tokens: Option<usize>,
+    pub models_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub sampling: SamplingConfig,
+    /// User-defined models.
+    #[serde(default)]
+    pub models: Vec<UserModel>,
+}
+
+/// Sampling defaults; each overrides the built-in one.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingConfig {
+    pub temperature: Option<f32>,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f32>,
+    pub min_p: Option<f32>,
+    pub repeat_penalty: Option<f32>,
+    pub repeat_last_n: Option<usize>,
+    pub seed: Option<u64>,
+}
+
+/// A model the user names: a local path, or a hub repo and file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserModel {
+    pub name: String,
+    pub path: Option<PathBuf>,
+    pub repo: Option<String>,
+    pub file: Option<String>,
+    /// A chat template (Jinja text) to use instead of the file's.
+    pub chat_template: Option<String>,
+    /// A tokenizer.json to use instead of the vocabulary in the GGUF.
+    pub tokenizer: Option<PathBuf>,
+}
+
+pub const DEFAULT_CONTEXT_SIZE: usize = 4096;
+pub const DEFAULT_MAX_TOKENS: usize = 1024;
+
+impl Config {
+    /// Parses config text; errors name the file, the line and the key, and what was expected.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self> {
+        let config: Config = toml::from_str(text)
+            .map_err(|e| anyhow!("{}: {}", origin.display(), e.to_string().trim_end()))?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    fn validate(&self, origin: &Path) -> Result<()> {
+        let bad = |key: &str, expected: &str| {
+            Err(anyhow!("{}: `{key}` must be {expected}", origin.display()))
+        };
+        if self.context_size == Some(0) {
+            return bad("context_size", "at least 1");
+        }
+        if self.threads == Some(0) {
+            return bad("threads", "at least 1");
+        }
+        if self
+            .sampling
+            .temperature
+            .is_some_and(|t| !(0.0..=10.0).contains(&t))
+        {
+            return bad("sampling.temperature", "between 0 and 10");
+        }
+        if self
+            .sampling
+            .top_p
+            .is_some_and(|p| !(0.0..=1.0).contains(&p))
+        {
+            return bad("sampling.top_p", "between 0 and 1");
+        }
+        if self
+            .sampling
+            .min_p
+            .is_some_and(|p| !(0.0..=1.0).contains(&p))
+        {
+            return bad("sampling.min_p", "between 0 and 1");
+        }
+        for m in &self.models {
+            if m.path.is_none() && (m.repo.is_none() || m.file.is_none()) {
+                return Err(anyhow!(
+                    "{}: model `{}` needs either `path`, or `repo` and `file`",
+                    origin.display(),
+                    m.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `path`; a missing file is the empty config only when `required` is false.
+    pub fn load(path: &Path, required: bool) -> Result<Self> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Self::default()),
+            Err(e) => Err(anyhow!("{}: cannot read: {e}", path.display())),
+        }
+    }
+
+    /// Sampling parameters: built-in defaults, overridden by this file.
+    pub fn sampling(&self) -> SamplingParams {
+        let d = SamplingParams::default();
+        let s = &self.sampling;
+        SamplingParams {
+            temperature: s.temperature.unwrap_or(d.temperature),
+            top_k: s.top_k.unwrap_or(d.top_k),
+            top_p: s.top_p.unwrap_or(d.top_p),
+            min_p: s.min_p.unwrap_or(d.min_p),
+            repeat_penalty: s.repeat_penalty.unwrap_or(d.repeat_penalty),
+            repeat_last_n: s.repeat_last_n.unwrap_or(d.repeat_last_n),
+            seed: s.seed.or(d.seed),
+        }
+    }
+
+    pub fn context_size(&self) -> usize {
+        self.context_size.unwrap_or(DEFAULT_CONTEXT_SIZE)
+    }
+
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
+    }
+
+    pub fn user_model(&self, name: &str) -> Option<&UserModel> {
+        self.models.iter().find(|m| m.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config> {
+        Config::parse(text, Path::new("/home/u/.config/taper/config.toml"))
+    }
+
+    #[test]
+    fn the_example_config_parses_and_sets_every_key() {
+        let text = include_str!("../config.example.toml");
+        let c = parse(text).unwrap();
+        assert!(c.default_model.is_some() && c.system_prompt.is_some());
+        assert!(c.context_size.is_some() && c.threads.is_some() && c.max_tokens.is_some());
+        assert!(c.models_dir.is_some() && c.sampling.temperature.is_some());
+        assert_eq!(c.models.len(), 2);
+    }
+
+    #[test]
+    fn an_empty_file_is_all_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.sampling(), SamplingParams::default());
+        assert_eq!(c.context_size(), DEFAULT_CONTEXT_SIZE);
+    }
+
+    #[test]
+    fn the_file_overrides_built_in_sampling_defaults() {
+        let c = parse("[sampling]\ntemperature = 0.2\nseed = 7\n").unwrap();
+        let s = c.sampling();
+        assert_eq!(s.temperature, 0.2);
+        assert_eq!(s.seed, Some(7));
+        assert_eq!(s.top_k, SamplingParams::default().top_k);
+    }
+
+    #[test]
+    fn a_wrong_type_names_file_line_and_expectation() {
+        let err = parse("context_size = 1024\n\n[sampling]\ntemperature = \"hot\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("config.toml"), "{err}");
+        assert!(err.contains("line 4"), "{err}");
+        assert!(err.contains("temperature"), "{err}");
+        assert!(err.contains("expected"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let err = parse("temprature = 0.5\n").unwrap_err().to_string();
+        assert!(
+            err.contains("temprature") && err.contains("line 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_say_what_is_expected() {
+        let err = parse("[sampling]\ntop_p = 3.0\n").unwrap_err().to_string();
+        assert!(
+            err.contains("sampling.top_p") && err.contains("between 0 and 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_user_model_needs_a_path_or_a_repo_and_file() {
+        let err = parse("[[models]]\nname = \"x\"\nrepo = \"a/b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model `x`"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_optional_file_is_the_empty_config() {
+        let c = Config::load(Path::new("/nonexistent/config.toml"), false).unwrap();
+        assert_eq!(c, Config::default());
+        assert!(Config::load(Path::new("/nonexistent/config.toml"), true).is_err());
+    }
+}

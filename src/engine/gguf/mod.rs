@@ -1,0 +1,141 @@
+//! Reading a GGUF file's header (metadata and tensor directory) safely and quickly.
+//!
+//! Files come from the internet, so nothing in the header is trusted: every length and count
+//! is checked against the bytes that remain in the file *before* anything is allocated, and
+//! every tensor must lie inside the file. Only the header is read here (milliseconds, also for
+//! multi-gigabyte files); tensor data is mapped later by the model loader.
+
+use candle_core::quantized::GgmlDType;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+mod reader;
+mod value;
+pub mod writer;
+
+pub use value::MetaValue;
+/// Where one tensor lives in the file and what it holds.
+#[derive(Debug, Clone)]
+pub struct TensorInfo {
+    pub name: String,
+    pub dtype: GgmlDType,
+    /// Dimensions in ggml order: `dims[0]` is the row length (`ne0`).
+    pub dims: Vec<usize>,
+    /// Absolute byte offset of the data in the file.
+    pub offset: u64,
+    pub size_bytes: u64,
+}
+
+impl TensorInfo {
+    /// Dimensions in candle (row-major) order: outermost first.
+    pub fn shape(&self) -> Vec<usize> {
+        self.dims.iter().rev().copied().collect()
+    }
+
+    pub fn elem_count(&self) -> usize {
+        self.dims.iter().product()
+    }
+}
+
+/// Everything in a GGUF file except the tensor data.
+#[derive(Debug, Clone)]
+pub struct GgufHeader {
+    pub path: PathBuf,
+    pub version: u32,
+    pub file_size: u64,
+    pub metadata: BTreeMap<String, MetaValue>,
+    pub tensors: Vec<TensorInfo>,
+}
+
+/// A header that could not be read; the message names the file and the problem.
+#[derive(Debug, thiserror::Error)]
+pub struct GgufError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+impl fmt::Display for GgufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+impl GgufHeader {
+    /// Reads and validates the header of the GGUF file at `path`.
+    pub fn read(path: &Path) -> Result<Self, GgufError> {
+        let error = |problem: String| GgufError {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let file = File::open(path).map_err(|e| error(format!("cannot open: {e}")))?;
+        let file_size = file
+            .metadata()
+            .map_err(|e| error(format!("cannot read file size: {e}")))?
+            .len();
+        if file_size == 0 {
+            return Err(error("the file is empty, not a GGUF model".into()));
+        }
+        let mut reader = reader::HeaderReader {
+            inner: BufReader::with_capacity(1 << 16, file),
+            position: 0,
+            file_size,
+        };
+        let mut header = reader.read_header().map_err(error)?;
+        header.path = path.to_path_buf();
+        Ok(header)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&MetaValue> {
+        self.metadata.get(key)
+    }
+
+    pub fn get_str(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(MetaValue::as_str)
+    }
+
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(MetaValue::as_u64)
+    }
+
+    pub fn get_f64(&self, key: &str) -> Option<f64> {
+        self.get(key).and_then(MetaValue::as_f64)
+    }
+
+    pub fn get_array(&self, key: &str) -> Option<&[MetaValue]> {
+        self.get(key).and_then(MetaValue::as_array)
+    }
+
+    /// `general.architecture`, the only source of truth for which implementation runs.
+    pub fn architecture(&self) -> Option<&str> {
+        self.get_str("general.architecture")
+    }
+
+    /// A key under the architecture's namespace, e.g. `arch_key("block_count")`.
+    pub fn arch_key(&self, suffix: &str) -> String {
+        format!("{}.{suffix}", self.architecture().unwrap_or("unknown"))
+    }
+
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// A short name of the weights' quantization, from the most common matrix type.
+    pub fn quantization(&self) -> String {
+        let mut bytes_per_type: BTreeMap<String, u64> = BTreeMap::new();
+        for t in self.tensors.iter().filter(|t| t.dims.len() >= 2) {
+            *bytes_per_type.entry(format!("{:?}", t.dtype)).or_default() += t.size_bytes;
+        }
+        bytes_per_type
+            .into_iter()
+            .max_by_key(|(_, bytes)| *bytes)
+            .map(|(name, _)| name.to_uppercase())
+            .unwrap_or_else(|| "none".into())
+    }
+
+    pub fn parameter_count(&self) -> u64 {
+        self.tensors.iter().map(|t| t.elem_count() as u64).sum()
+    }
+}

@@ -1,0 +1,208 @@
+//! The TUI's one loop, on a current-thread tokio runtime: `select!` over terminal input,
+//! the engine's events, model scans, signals and a frame timer. Everything pending is handled
+//! before drawing, and a frame is drawn at most every `frame` interval, only when something
+//! changed. Idle, the loop sleeps until input arrives; it never waits on the model.
+
+use super::scan::{self, ModelSources};
+use super::state::{ModelEntry, State};
+use super::terminal::TerminalGuard;
+use super::ui::{self, ChatCache};
+use super::update::{update, Effect, Msg};
+use crate::engine::{EngineEvent, EngineHandle};
+use crate::stats;
+use anyhow::{Context, Result};
+use crossterm::event::{Event, EventStream, KeyEventKind, MouseEventKind};
+use futures_util::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::stdout;
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::time::sleep_until;
+
+/// While loading or answering without events (elapsed times, spinner), redraw this often.
+const BUSY_REFRESH: Duration = Duration::from_millis(250);
+/// Process memory is read at most this often (it costs a /proc read).
+const MEMORY_EVERY: Duration = Duration::from_millis(500);
+
+/// What the loop needs besides the state.
+pub struct AppConfig {
+    pub state: State,
+    /// Load this at start (else the picker opens).
+    pub model: Option<ModelEntry>,
+    pub sources: ModelSources,
+    /// Shortest time between two frames.
+    pub frame: Duration,
+    /// Where stderr goes while the screen is up.
+    pub log: std::path::PathBuf,
+}
+
+pub async fn run(config: AppConfig) -> Result<()> {
+    let AppConfig {
+        mut state,
+        model,
+        sources,
+        frame,
+        log,
+    } = config;
+    let mut engine = EngineHandle::spawn().context("cannot start the engine")?;
+    let (scan_tx, mut scans) = unbounded_channel();
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut hangup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+
+    let _guard = TerminalGuard::enter(&log)?;
+    let mut terminal =
+        Terminal::new(CrosstermBackend::new(stdout())).context("cannot draw on the terminal")?;
+    terminal.clear()?;
+    let mut input = EventStream::new();
+    let mut cache = ChatCache::default();
+
+    let mut effects = vec![Effect::ScanModels];
+    let now = Instant::now();
+    match model {
+        Some(entry) => effects.extend(update(&mut state, Msg::Load(entry), now)),
+        None => state.overlay = super::state::Overlay::Picker,
+    }
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut last_memory: Option<Instant> = None;
+    let mut engine_open = true;
+
+    loop {
+        for effect in effects.drain(..) {
+            if let Effect::Redraw = effect {
+                terminal.clear()?;
+                dirty = true;
+                continue;
+            }
+            if let Some(msg) = carry_out(effect, &engine, &sources, &scan_tx) {
+                let more = update(&mut state, msg, Instant::now());
+                dirty = true;
+                // An engine that cannot take commands produces no further effects.
+                debug_assert!(more.is_empty());
+            }
+        }
+        if state.quit {
+            break;
+        }
+        let now = Instant::now();
+        let due = last_draw.is_none_or(|t| now >= t + frame);
+        if dirty && due {
+            if last_memory.is_none_or(|t| now >= t + MEMORY_EVERY) {
+                last_memory = Some(now);
+                let msg = Msg::Memory {
+                    rss: stats::current_rss_bytes(),
+                    peak: stats::peak_rss_bytes(),
+                };
+                update(&mut state, msg, now);
+            }
+            terminal.draw(|f| state.viewport = ui::render(f, &state, &mut cache))?;
+            last_draw = Some(now);
+            dirty = false;
+            // The end-to-end test of the panic path: the terminal must be restored first.
+            if std::env::var_os("TAPER_TEST_PANIC").is_some() {
+                panic!("TAPER_TEST_PANIC is set: panicking on purpose");
+            }
+        }
+        // Wake for the next frame when there is something to draw, or to refresh elapsed
+        // times while busy; otherwise only input or events wake the loop.
+        let wake = match last_draw {
+            Some(t) if dirty => Some(t + frame),
+            Some(t) if state.busy() => Some(t + BUSY_REFRESH.max(frame)),
+            _ => None,
+        };
+        let msg = tokio::select! {
+            event = input.next() => match event {
+                Some(Ok(event)) => terminal_msg(event),
+                Some(Err(e)) => return Err(e).context("cannot read the terminal"),
+                None => break,
+            },
+            event = engine.events.recv(), if engine_open => match event {
+                Some(event) => Some(Msg::Engine(event)),
+                None => {
+                    engine_open = false;
+                    Some(Msg::EngineStopped)
+                }
+            },
+            Some(entries) = scans.recv() => Some(Msg::Models(entries)),
+            _ = terminate.recv() => break,
+            _ = hangup.recv() => break,
+            _ = interrupt.recv() => break,
+            _ = sleep_until(wake.unwrap_or(now).into()), if wake.is_some() => {
+                dirty = true;
+                Some(Msg::Tick)
+            }
+        };
+        if let Some(msg) = msg {
+            dirty = true;
+            // Memory changes most when a model loads or an answer ends: read it next frame.
+            if matches!(msg, Msg::Engine(ref e) if !matches!(e, EngineEvent::Token { .. })) {
+                last_memory = None;
+            }
+            effects.extend(update(&mut state, msg, Instant::now()));
+        }
+        // Drain what else the engine has sent, so a burst of tokens costs one frame.
+        while engine_open {
+            match engine.events.try_recv() {
+                Ok(event) => effects.extend(update(&mut state, Msg::Engine(event), Instant::now())),
+                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
+                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                    engine_open = false;
+                    effects.extend(update(&mut state, Msg::EngineStopped, Instant::now()));
+                }
+            }
+        }
+    }
+    // The guard restores the terminal as it drops; dropping the engine handle cancels any
+    // generation and asks the worker to stop. A load in progress is not waited for: the
+    // process exits and takes the worker thread with it.
+    drop(terminal);
+    Ok(())
+}
+
+/// Crossterm events as messages; presses only (releases come with enhanced keyboards).
+fn terminal_msg(event: Event) -> Option<Msg> {
+    match event {
+        Event::Key(key) if key.kind != KeyEventKind::Release => Some(Msg::Key(key)),
+        Event::Paste(text) => Some(Msg::Paste(text)),
+        Event::Mouse(mouse) => match mouse.kind {
+            MouseEventKind::ScrollUp => Some(Msg::Wheel(-1)),
+            MouseEventKind::ScrollDown => Some(Msg::Wheel(1)),
+            _ => None,
+        },
+        Event::Resize(..) => Some(Msg::Resize),
+        _ => None,
+    }
+}
+
+/// Carries out one effect; a message comes back when the engine could not be reached.
+fn carry_out(
+    effect: Effect,
+    engine: &EngineHandle,
+    sources: &ModelSources,
+    scans: &UnboundedSender<Vec<ModelEntry>>,
+) -> Option<Msg> {
+    match effect {
+        Effect::Send(command) => engine.send(command).err().map(|_| Msg::EngineStopped),
+        Effect::Cancel(turn_id) => {
+            engine.cancel(turn_id);
+            None
+        }
+        Effect::Redraw => None,
+        Effect::ScanModels => {
+            let (sources, tx) = (sources.clone(), scans.clone());
+            // Header reads are quick but are file I/O: never on the UI thread.
+            let spawned = std::thread::Builder::new()
+                .name("taper-scan".into())
+                .spawn(move || {
+                    let _ = tx.send(scan::scan(&sources));
+                });
+            if spawned.is_err() {
+                let _ = scans.send(Vec::new());
+            }
+            None
+        }
+    }
+}

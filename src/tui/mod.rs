@@ -1,0 +1,134 @@
+//! The full-screen chat (`taper`, `taper chat`): a client of the engine worker, built as
+//! DESIGN.md says: one tokio loop ([`app`]), a pure [`update`] that turns messages into state
+//! changes and engine commands, a [`keymap`], the [`state`] (one file per concern), and
+//! pure rendering ([`ui`], one file per pane).
+//!
+//! Speed: candle's matmul threads spin while they wait for each other, so on a small machine
+//! any busy thread of ours steals time from the model. The UI thread therefore sleeps unless
+//! input, an engine event or a due frame wakes it, draws at most [`DEFAULT_FPS`] frames a
+//! second while an answer streams, never redraws when idle, and caches wrapped lines.
+
+pub mod app;
+pub mod keymap;
+pub mod scan;
+pub mod state;
+pub mod terminal;
+pub mod ui;
+pub mod update;
+
+pub use state::State;
+pub use update::{update, Effect, Msg};
+
+use crate::cli;
+use crate::config::Config;
+use crate::engine::sampler::SamplingParams;
+use anyhow::{bail, Result};
+use clap::Args;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Frames drawn per second at most while something changes. Text appearing 15 times a second
+/// reads as smooth streaming, and each frame costs the model a little CPU.
+pub const DEFAULT_FPS: u32 = 15;
+
+/// `taper chat` options; `taper` alone is `taper chat` with none.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ChatArgs {
+    /// A path to a .gguf file, or the name of one in the models directory. Without it the
+    /// model picker opens (unless the config names a default model).
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// Most tokens in one answer [default: 1024].
+    #[arg(short = 'n', long = "max-tokens")]
+    pub max_tokens: Option<usize>,
+    /// 0 picks the most likely token every time (greedy) [default: 0.7].
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Keep only the K most likely tokens, 0 = off [default: 40].
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Keep the most likely tokens up to this total probability, 1 = off [default: 0.95].
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Drop tokens less likely than this fraction of the best one, 0 = off [default: 0.05].
+    #[arg(long)]
+    pub min_p: Option<f32>,
+    /// Penalise recently seen tokens, 1 = off [default: 1.1].
+    #[arg(long)]
+    pub repeat_penalty: Option<f32>,
+    /// Same seed, same answers.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The system prompt (editable in the TUI with Ctrl+S).
+    #[arg(long)]
+    pub system: Option<String>,
+    /// KV-cache size in tokens, capped at the model's own context [default: 4096].
+    #[arg(long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// Compute threads (default: the physical cores, as `taper ask`).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Most frames drawn per second while text streams [default: 15].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=120))]
+    pub fps: Option<u32>,
+}
+
+/// Runs the chat until the user quits.
+pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!("the chat needs a terminal; for pipes and scripts use `taper ask`");
+    }
+    // Before any thread starts: candle reads these once.
+    cli::set_threads(args.threads.or(config.threads))?;
+
+    let models_dir = cli::models_dir(config);
+    let model = match args.model.as_deref().or(config.default_model.as_deref()) {
+        Some(name) => {
+            let (path, user) = cli::resolve(Some(name), config)?;
+            let mut entry = scan::describe(&path);
+            if let Some(user) = user {
+                entry.name = user.name;
+                entry.tokenizer = user.tokenizer;
+                entry.chat_template = user.chat_template;
+            }
+            Some(entry)
+        }
+        None => None,
+    };
+    let defaults = config.sampling();
+    let settings = state::Settings {
+        system_prompt: args
+            .system
+            .or_else(|| config.system_prompt.clone())
+            .unwrap_or_default(),
+        sampling: SamplingParams {
+            temperature: args.temperature.unwrap_or(defaults.temperature),
+            top_k: args.top_k.unwrap_or(defaults.top_k),
+            top_p: args.top_p.unwrap_or(defaults.top_p),
+            min_p: args.min_p.unwrap_or(defaults.min_p),
+            repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
+            seed: args.seed.or(defaults.seed),
+            ..defaults
+        },
+        max_tokens: args.max_tokens.unwrap_or(config.max_tokens()),
+    };
+    let context_size = args.ctx_size.unwrap_or(config.context_size());
+    let state = State::new(settings, context_size, models_dir.clone(), Instant::now());
+    let fps = args.fps.unwrap_or(DEFAULT_FPS).max(1);
+    let app = app::AppConfig {
+        state,
+        model,
+        sources: scan::ModelSources {
+            dir: models_dir,
+            user_models: config.models.clone(),
+        },
+        frame: Duration::from_secs(1) / fps,
+        log: crate::paths::data_dir().join("taper.log"),
+    };
+    // One thread for the UI: a multi-threaded runtime would add idle workers that compete
+    // with the model's threads for the cores.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(app::run(app))
+}

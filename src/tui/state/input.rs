@@ -1,0 +1,126 @@
+//! The message editor: a multi-line `tui-textarea`, plus the earlier prompts that Up and Down
+//! recall when the editor is empty.
+
+use crossterm::event::KeyEvent;
+use ratatui::style::{Modifier, Style};
+use tui_textarea::{CursorMove, TextArea};
+
+#[derive(Debug, Clone)]
+pub struct InputState {
+    pub textarea: TextArea<'static>,
+    /// Sent prompts, oldest first.
+    history: Vec<String>,
+    /// Which history entry is shown, while the user browses it unchanged.
+    recall: Option<usize>,
+}
+
+impl Default for InputState {
+    fn default() -> Self {
+        Self {
+            textarea: new_textarea(""),
+            history: Vec::new(),
+            recall: None,
+        }
+    }
+}
+
+fn new_textarea(text: &str) -> TextArea<'static> {
+    let mut textarea = TextArea::new(text.split('\n').map(str::to_string).collect());
+    // The cursor line is not underlined: the editor is small and the cursor is enough.
+    textarea.set_cursor_line_style(Style::default());
+    textarea.set_cursor_style(Style::default().add_modifier(Modifier::REVERSED));
+    textarea.set_placeholder_text("Ask anything…");
+    textarea.move_cursor(CursorMove::Bottom);
+    textarea.move_cursor(CursorMove::End);
+    textarea
+}
+
+impl InputState {
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.textarea.lines().iter().all(|l| l.is_empty())
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.textarea.lines().len()
+    }
+
+    pub fn set_text(&mut self, text: &str) {
+        self.textarea = new_textarea(text);
+    }
+
+    /// Empties the editor and remembers `text` for recall.
+    pub fn take(&mut self) -> String {
+        let text = self.text();
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        self.recall = None;
+        self.set_text("");
+        text
+    }
+
+    /// Up on an empty editor (or on a recalled prompt's first line) shows an older prompt.
+    pub fn can_recall_older(&self) -> bool {
+        !self.history.is_empty()
+            && (self.is_empty() || self.recall.is_some())
+            && self.textarea.cursor().0 == 0
+    }
+
+    /// Down while browsing the history, on the last line, shows a newer prompt.
+    pub fn can_recall_newer(&self) -> bool {
+        self.recall.is_some() && self.textarea.cursor().0 + 1 >= self.line_count()
+    }
+
+    pub fn recall_older(&mut self) {
+        let index = match self.recall {
+            Some(0) => 0,
+            Some(i) => i - 1,
+            None => self.history.len().saturating_sub(1),
+        };
+        if let Some(text) = self.history.get(index).cloned() {
+            self.set_text(&text);
+            self.recall = Some(index);
+        }
+    }
+
+    pub fn recall_newer(&mut self) {
+        match self.recall {
+            Some(i) if i + 1 < self.history.len() => {
+                let text = self.history[i + 1].clone();
+                self.set_text(&text);
+                self.recall = Some(i + 1);
+            }
+            _ => {
+                self.set_text("");
+                self.recall = None;
+            }
+        }
+    }
+
+    /// An editing key; a change ends history browsing.
+    pub fn key(&mut self, key: KeyEvent) {
+        if self.textarea.input(key) {
+            self.recall = None;
+        }
+    }
+
+    pub fn newline(&mut self) {
+        self.textarea.insert_newline();
+        self.recall = None;
+    }
+
+    /// Pasted text goes in as text, newlines included: a paste never sends.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.textarea.insert_str(text);
+        self.recall = None;
+    }
+
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+}

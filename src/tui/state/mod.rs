@@ -1,0 +1,128 @@
+//! Everything the TUI shows, in one value. `update` changes it; `ui::render` draws it.
+//! One file per concern: the conversation, the editor, the model, live stats, the picker,
+//! the settings, and (here) the scroll position and which overlay is open.
+
+pub mod conversation;
+pub mod input;
+pub mod model;
+pub mod picker;
+pub mod settings;
+pub mod stats;
+
+pub use conversation::{
+    split_thinking, Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, Thinking,
+};
+pub use input::InputState;
+pub use model::{Loading, ModelState};
+pub use picker::{ModelEntry, PickerState};
+pub use settings::{Field, Settings, SettingsForm};
+pub use stats::{LiveStats, TurnPhase, TurnStats};
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What covers the chat, if anything. Keys go to the overlay when one is open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overlay {
+    #[default]
+    None,
+    Picker,
+    Help,
+    Settings,
+}
+
+/// The chat pane's scroll position. Following means the newest line is always in view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scroll {
+    pub follow: bool,
+    /// The first line shown, when not following.
+    pub top: usize,
+}
+
+impl Default for Scroll {
+    fn default() -> Self {
+        Self {
+            follow: true,
+            top: 0,
+        }
+    }
+}
+
+/// What the last frame drew of the chat pane; scrolling needs it, and only the renderer
+/// knows how many lines the wrapped conversation takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Viewport {
+    pub total_lines: usize,
+    pub height: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The time of the message being handled; the only clock `update` and rendering see.
+    pub now: Instant,
+    pub overlay: Overlay,
+    pub conversation: Conversation,
+    pub input: InputState,
+    pub model: ModelState,
+    pub stats: LiveStats,
+    pub picker: PickerState,
+    pub settings: Settings,
+    pub form: SettingsForm,
+    pub scroll: Scroll,
+    pub viewport: Viewport,
+    /// Show the text inside `<think>…</think>` instead of a one-line fold.
+    pub show_thinking: bool,
+    /// A one-line hint about the last key (e.g. "pick a model first"); cleared by the next.
+    pub status: Option<String>,
+    /// The KV-cache size asked of every load.
+    pub context_size: usize,
+    /// False once the engine thread has gone; nothing more can be generated.
+    pub engine_alive: bool,
+    pub quit: bool,
+    last_turn_id: u64,
+}
+
+impl State {
+    pub fn new(settings: Settings, context_size: usize, models_dir: PathBuf, now: Instant) -> Self {
+        Self {
+            now,
+            overlay: Overlay::None,
+            conversation: Conversation::default(),
+            input: InputState::default(),
+            model: ModelState::default(),
+            stats: LiveStats::default(),
+            picker: PickerState {
+                scanning: true,
+                models_dir,
+                ..PickerState::default()
+            },
+            settings,
+            form: SettingsForm::default(),
+            scroll: Scroll::default(),
+            viewport: Viewport::default(),
+            show_thinking: false,
+            status: None,
+            context_size,
+            engine_alive: true,
+            quit: false,
+            last_turn_id: 0,
+        }
+    }
+
+    /// A fresh turn id; every generation gets its own.
+    pub fn next_turn_id(&mut self) -> u64 {
+        self.last_turn_id += 1;
+        self.last_turn_id
+    }
+
+    /// An answer is being generated (or read from the prompt).
+    pub fn generating(&self) -> bool {
+        self.stats.turn.is_some()
+    }
+
+    /// Something is running that changes the screen without events: a load or a generation.
+    /// The app redraws a few times a second then (elapsed times, spinner), and never otherwise.
+    pub fn busy(&self) -> bool {
+        self.generating() || self.model.loading.is_some()
+    }
+}

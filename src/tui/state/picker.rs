@@ -1,0 +1,105 @@
+//! The model picker: every local model with what its header says, filtered as the user types.
+
+use std::path::PathBuf;
+
+/// A model file the picker offers, described from its GGUF header alone (read in the
+/// background: see `tui::scan`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelEntry {
+    pub path: PathBuf,
+    /// The file name without `.gguf`, or the config's name for a user model.
+    pub name: String,
+    pub architecture: String,
+    pub quantization: String,
+    pub file_size: u64,
+    pub parameters: u64,
+    /// A tokenizer.json and chat template from the config file, for user models.
+    pub tokenizer: Option<PathBuf>,
+    pub chat_template: Option<String>,
+    /// Why the header could not be read; the entry is still listed (and loading it explains).
+    pub problem: Option<String>,
+}
+
+impl ModelEntry {
+    /// An entry known only by its path (a `-m` argument before the scan finishes).
+    pub fn from_path(path: PathBuf) -> Self {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        Self {
+            path,
+            name,
+            architecture: String::new(),
+            quantization: String::new(),
+            file_size: 0,
+            parameters: 0,
+            tokenizer: None,
+            chat_template: None,
+            problem: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PickerState {
+    pub entries: Vec<ModelEntry>,
+    pub filter: String,
+    /// Index into [`PickerState::visible`].
+    pub selected: usize,
+    /// True until the first scan of the models directory has answered.
+    pub scanning: bool,
+    /// Where models are looked for, to say so when there are none.
+    pub models_dir: PathBuf,
+}
+
+impl PickerState {
+    /// Entries matching every word of the filter (in name, architecture or quantization).
+    pub fn visible(&self) -> Vec<&ModelEntry> {
+        let words: Vec<String> = self
+            .filter
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        self.entries
+            .iter()
+            .filter(|e| {
+                let haystack =
+                    format!("{} {} {}", e.name, e.architecture, e.quantization).to_lowercase();
+                words.iter().all(|w| haystack.contains(w.as_str()))
+            })
+            .collect()
+    }
+
+    pub fn selected_entry(&self) -> Option<&ModelEntry> {
+        self.visible().get(self.selected).copied()
+    }
+
+    pub fn set_entries(&mut self, entries: Vec<ModelEntry>) {
+        let keep = self.selected_entry().map(|e| e.path.clone());
+        self.entries = entries;
+        self.scanning = false;
+        self.selected = keep
+            .and_then(|p| self.visible().iter().position(|e| e.path == p))
+            .unwrap_or(0);
+    }
+
+    pub fn push_filter(&mut self, c: char) {
+        self.filter.push(c);
+        self.selected = 0;
+    }
+
+    pub fn pop_filter(&mut self) {
+        self.filter.pop();
+        self.selected = 0;
+    }
+
+    pub fn move_selection(&mut self, delta: isize) {
+        let n = self.visible().len();
+        if n == 0 {
+            self.selected = 0;
+            return;
+        }
+        self.selected = (self.selected as isize + delta).clamp(0, n as isize - 1) as usize;
+    }
+}

@@ -1,0 +1,167 @@
+//! Live figures for the stats panel. While a turn runs they are estimated from when events
+//! arrive; when it finishes, the engine's own [`Usage`] (the one definition of the rates, as
+//! `taper ask --stats` prints them) replaces the estimates.
+
+use crate::stats::{rate, secs, Usage};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Recent decode rates kept for the sparkline.
+const SPARK_SAMPLES: usize = 60;
+/// How often (in generation time) a rate sample is taken for the sparkline.
+const SPARK_EVERY: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnPhase {
+    /// Prefill: `done` of `total` new prompt tokens read.
+    ReadingPrompt {
+        done: usize,
+        total: usize,
+    },
+    Generating,
+}
+
+/// The turn being generated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnStats {
+    pub turn_id: u64,
+    pub submitted: Instant,
+    pub phase: TurnPhase,
+    /// New (not reused) prompt tokens, as the last progress event said.
+    pub prompt_total: usize,
+    pub first_token_at: Option<Instant>,
+    pub last_token_at: Option<Instant>,
+    /// Text pieces received; about one per token (a piece can hold more than one token when
+    /// a character spans several).
+    pub pieces: usize,
+    /// When the prompt was last reported done, for the live prompt rate.
+    prefill_done_at: Option<Instant>,
+    last_sample_at: Option<Instant>,
+    pieces_at_last_sample: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveStats {
+    pub turn: Option<TurnStats>,
+    /// The last finished (or stopped) turn's usage, as the engine measured it.
+    pub last: Option<Usage>,
+    /// Decode rates (tenths of tok/s) for the sparkline, oldest first.
+    pub rates: VecDeque<u64>,
+    pub rss: Option<u64>,
+    pub peak_rss: Option<u64>,
+}
+
+impl LiveStats {
+    pub fn start_turn(&mut self, turn_id: u64, now: Instant) {
+        self.turn = Some(TurnStats {
+            turn_id,
+            submitted: now,
+            phase: TurnPhase::ReadingPrompt { done: 0, total: 0 },
+            prompt_total: 0,
+            first_token_at: None,
+            last_token_at: None,
+            pieces: 0,
+            prefill_done_at: None,
+            last_sample_at: None,
+            pieces_at_last_sample: 0,
+        });
+    }
+
+    pub fn active_turn(&self) -> Option<u64> {
+        self.turn.as_ref().map(|t| t.turn_id)
+    }
+
+    pub fn prompt_progress(&mut self, done: usize, total: usize, now: Instant) {
+        if let Some(t) = &mut self.turn {
+            t.phase = TurnPhase::ReadingPrompt { done, total };
+            t.prompt_total = total;
+            if done >= total {
+                t.prefill_done_at = Some(now);
+            }
+        }
+    }
+
+    pub fn token(&mut self, now: Instant) {
+        let Some(t) = &mut self.turn else { return };
+        t.phase = TurnPhase::Generating;
+        t.pieces += 1;
+        t.first_token_at.get_or_insert(now);
+        t.last_token_at = Some(now);
+        let since = t.last_sample_at.or(t.first_token_at).unwrap_or(now);
+        if now.duration_since(since) >= SPARK_EVERY {
+            let sample = rate(t.pieces - t.pieces_at_last_sample, secs(now - since));
+            t.last_sample_at = Some(now);
+            t.pieces_at_last_sample = t.pieces;
+            push_sample(&mut self.rates, sample);
+        }
+    }
+
+    /// Ends the turn with the engine's figures.
+    pub fn finish(&mut self, usage: Usage) {
+        self.turn = None;
+        if usage.generated_tokens > 1 {
+            push_sample(&mut self.rates, usage.decode_tok_s());
+        }
+        self.last = Some(usage);
+    }
+
+    /// Ends the turn without figures (failed, or abandoned by a new conversation or model).
+    pub fn abandon(&mut self) {
+        self.turn = None;
+    }
+
+    /// Decode rate now: live while generating, else the last turn's.
+    pub fn decode_tok_s(&self) -> Option<f64> {
+        match &self.turn {
+            Some(t) => match (t.first_token_at, t.last_token_at) {
+                (Some(first), Some(last)) if t.pieces > 1 => {
+                    Some(rate(t.pieces - 1, secs(last - first)))
+                }
+                _ => None,
+            },
+            None => self.last.as_ref().map(Usage::decode_tok_s),
+        }
+    }
+
+    /// Time to first token: live while generating, else the last turn's.
+    pub fn ttft_s(&self) -> Option<f64> {
+        match &self.turn {
+            Some(t) => t.first_token_at.map(|f| secs(f - t.submitted)),
+            None => self.last.as_ref().map(|u| u.ttft_s),
+        }
+    }
+
+    /// Prompt tokens per second: estimated from progress events, else the last turn's.
+    pub fn prompt_tok_s(&self) -> Option<f64> {
+        match &self.turn {
+            Some(t) => t
+                .prefill_done_at
+                .map(|done_at| rate(t.prompt_total, secs(done_at - t.submitted))),
+            None => self.last.as_ref().map(Usage::prefill_tok_s),
+        }
+    }
+
+    /// Tokens generated: counted live, else the last turn's.
+    pub fn generated(&self) -> Option<usize> {
+        match &self.turn {
+            Some(t) => Some(t.pieces),
+            None => self.last.as_ref().map(|u| u.generated_tokens),
+        }
+    }
+
+    /// Context positions in use: the last turn's, plus what this turn has added so far.
+    pub fn context_used(&self) -> usize {
+        let before = self.last.as_ref().map(Usage::context_used).unwrap_or(0);
+        match &self.turn {
+            Some(t) => before + t.prompt_total + t.pieces,
+            None => before,
+        }
+    }
+}
+
+fn push_sample(rates: &mut VecDeque<u64>, tok_s: f64) {
+    if rates.len() == SPARK_SAMPLES {
+        rates.pop_front();
+    }
+    rates.push_back((tok_s * 10.0).round() as u64);
+}

@@ -1,0 +1,150 @@
+//! Entering and leaving full-screen mode. The terminal is restored on every way out: the
+//! guard's Drop (normal return, `?` errors), and a panic hook that restores it before the
+//! panic message is printed (so the message is readable and the shell is usable).
+
+use anyhow::{Context, Result};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, supports_keyboard_enhancement, EnterAlternateScreen,
+    LeaveAlternateScreen,
+};
+use crossterm::{cursor, execute};
+use std::fs::OpenOptions;
+use std::io::{stdout, Write};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, Once};
+use std::thread::ThreadId;
+
+/// True while the terminal is in full-screen mode; restoring twice is harmless.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Whether keyboard enhancement was pushed (and must be popped).
+static ENHANCED: AtomicBool = AtomicBool::new(false);
+/// The UI thread: only its panics end the TUI (the engine turns its own into events).
+static UI_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
+static HOOK: Once = Once::new();
+/// The terminal's stderr, duplicated while fd 2 points at the log file; -1 when not.
+static SAVED_STDERR: AtomicI32 = AtomicI32::new(-1);
+
+/// Full-screen mode for as long as it lives.
+pub struct TerminalGuard(());
+
+impl TerminalGuard {
+    /// Enters full-screen mode; stderr goes to `log` (appended) until it is left.
+    pub fn enter(log: &Path) -> Result<Self> {
+        install_panic_hook();
+        if let Ok(mut ui) = UI_THREAD.lock() {
+            *ui = Some(std::thread::current().id());
+        }
+        enable_raw_mode().context("cannot put the terminal in raw mode")?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        let guard = TerminalGuard(());
+        // Mouse capture for the wheel; bracketed paste so a pasted newline is not Enter.
+        execute!(
+            stdout(),
+            EnterAlternateScreen,
+            EnableMouseCapture,
+            EnableBracketedPaste,
+            cursor::Hide
+        )
+        .context("cannot set up the terminal")?;
+        // Terminals with the kitty keyboard protocol report Shift+Enter apart from Enter.
+        if supports_keyboard_enhancement().unwrap_or(false)
+            && execute!(
+                stdout(),
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )
+            .is_ok()
+        {
+            ENHANCED.store(true, Ordering::SeqCst);
+        }
+        redirect_stderr(log);
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leaves full-screen mode if in it. Errors are ignored: this runs on the way out, where
+/// nothing better can be done, and each step is tried regardless of the others.
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut out = stdout();
+    if ENHANCED.swap(false, Ordering::SeqCst) {
+        let _ = execute!(out, PopKeyboardEnhancementFlags);
+    }
+    let _ = execute!(
+        out,
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        cursor::Show
+    );
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+    restore_stderr();
+}
+
+/// Points fd 2 at `log`. Best effort: if the log cannot be opened, stderr stays as it is.
+fn redirect_stderr(log: &Path) {
+    if let Some(dir) = log.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let Ok(file) = OpenOptions::new().create(true).append(true).open(log) else {
+        return;
+    };
+    // SAFETY: plain fd calls on fds we own (2, the dup of it, and the open log file); the
+    // log's fd is duplicated onto 2 before `file` closes its own.
+    unsafe {
+        let saved = libc::dup(2);
+        if saved < 0 {
+            return;
+        }
+        if libc::dup2(file.as_raw_fd(), 2) < 0 {
+            libc::close(saved);
+            return;
+        }
+        SAVED_STDERR.store(saved, Ordering::SeqCst);
+    }
+}
+
+fn restore_stderr() {
+    let saved = SAVED_STDERR.swap(-1, Ordering::SeqCst);
+    if saved >= 0 {
+        // SAFETY: `saved` is the dup made by `redirect_stderr`, used once and closed here.
+        unsafe {
+            libc::dup2(saved, 2);
+            libc::close(saved);
+        }
+    }
+}
+
+fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let on_ui_thread = UI_THREAD
+                .lock()
+                .map(|t| *t == Some(std::thread::current().id()))
+                .unwrap_or(true);
+            if !ACTIVE.load(Ordering::SeqCst) {
+                previous(info);
+            } else if on_ui_thread {
+                restore();
+                previous(info);
+            }
+            // Other threads' panics while the screen is up are not printed over it: the
+            // engine catches its own and reports them as a failed load or answer.
+        }));
+    });
+}

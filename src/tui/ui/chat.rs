@@ -1,0 +1,217 @@
+//! The chat pane: every entry of the conversation as wrapped lines (Markdown for answers,
+//! thinking folded or dimmed), scrolled to the state's position. Lines of entries that did
+//! not change are cached, so a frame while streaming renders only the answer being written.
+
+use super::markdown;
+use super::theme;
+use super::wrap::{self, Wrapper};
+use crate::chat::Role;
+use crate::stats::human_bytes;
+use crate::tui::state::{
+    split_thinking, Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State,
+};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+use std::collections::HashMap;
+
+/// Wrapped lines of entries, keyed by entry id; valid while revision, width and the thinking
+/// toggle are unchanged.
+#[derive(Default)]
+pub struct ChatCache {
+    entries: HashMap<u64, CachedEntry>,
+}
+
+struct CachedEntry {
+    key: (u64, usize, bool),
+    lines: Vec<Line<'static>>,
+}
+
+/// Draws the pane; returns (total lines, visible height) for scrolling.
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    state: &State,
+    cache: &mut ChatCache,
+) -> (usize, usize) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme::dim())
+        .title(Span::styled(" taper ", theme::title()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    // One column of margin each side of the text.
+    let width = inner.width.saturating_sub(2) as usize;
+    let height = inner.height as usize;
+
+    cache
+        .entries
+        .retain(|id, _| state.conversation.entries.iter().any(|e| e.id == *id));
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    if state.conversation.entries.is_empty() {
+        lines.extend(welcome(state, width));
+    }
+    for entry in &state.conversation.entries {
+        let key = (entry.rev, width, state.show_thinking);
+        let cached = cache
+            .entries
+            .entry(entry.id)
+            .or_insert_with(|| CachedEntry {
+                key: (u64::MAX, 0, false),
+                lines: Vec::new(),
+            });
+        if cached.key != key {
+            cached.lines = entry_lines(entry, width, state.show_thinking);
+            cached.key = key;
+        }
+        lines.extend(cached.lines.iter().cloned());
+    }
+
+    let total = lines.len();
+    let bottom = total.saturating_sub(height);
+    let top = if state.scroll.follow {
+        bottom
+    } else {
+        state.scroll.top.min(bottom)
+    };
+    let visible: Vec<Line<'static>> = lines.into_iter().skip(top).take(height).collect();
+    let text_area = Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(1),
+        ..inner
+    };
+    frame.render_widget(Paragraph::new(visible), text_area);
+    if top < bottom {
+        let more = format!(" ↓ {} more lines (End follows) ", bottom - top);
+        let hint = Rect {
+            x: area.x + area.width.saturating_sub(more.chars().count() as u16 + 2),
+            y: area.y + area.height.saturating_sub(1),
+            width: (more.chars().count() as u16).min(area.width),
+            height: 1,
+        };
+        frame.render_widget(Paragraph::new(Span::styled(more, theme::warning())), hint);
+    }
+    (total, height)
+}
+
+fn welcome(state: &State, width: usize) -> Vec<Line<'static>> {
+    let text = match (&state.model.loaded, &state.model.loading) {
+        (_, Some(loading)) => format!(
+            "Loading {}… You can type your first message meanwhile.",
+            loading.entry.name
+        ),
+        (Some(info), None) => format!(
+            "{} is ready ({}, {}, {}). Type a message and press Enter.",
+            info.name,
+            info.architecture,
+            info.quantization,
+            human_bytes(info.file_size)
+        ),
+        (None, None) => "No model loaded. Press Ctrl+P to pick one.".to_string(),
+    };
+    wrap::plain(&text, width, theme::dim(), "")
+}
+
+fn entry_lines(entry: &Entry, width: usize, show_thinking: bool) -> Vec<Line<'static>> {
+    let mut lines = match &entry.body {
+        EntryBody::Notice { level, text } => {
+            let style = match level {
+                NoticeLevel::Info => theme::info(),
+                NoticeLevel::Error => theme::error(),
+            };
+            let marker = match level {
+                NoticeLevel::Info => "· ",
+                NoticeLevel::Error => "✗ ",
+            };
+            let mut w = Wrapper::new(width);
+            w.set_prefix(
+                vec![Span::styled(marker, style)],
+                vec![Span::styled("  ", style)],
+            );
+            w.text(text, style);
+            w.finish()
+        }
+        EntryBody::Message { message, answer } => match (message.role, answer) {
+            (_, Some(answer)) => answer_lines(&message.content, answer, width, show_thinking),
+            (Role::User, None) | (Role::System, None) | (Role::Assistant, None) => {
+                let mut lines = vec![Line::from(Span::styled("You", theme::user_label()))];
+                lines.extend(wrap::plain(&message.content, width, Style::default(), ""));
+                lines
+            }
+        },
+    };
+    lines.push(Line::default());
+    lines
+}
+
+fn answer_lines(
+    content: &str,
+    answer: &Answer,
+    width: usize,
+    show_thinking: bool,
+) -> Vec<Line<'static>> {
+    let mut header = vec![Span::styled(answer.model.clone(), theme::model_label())];
+    if let Some(u) = &answer.usage {
+        header.push(Span::styled(
+            format!(
+                " · {} tok · {:.1} tok/s",
+                u.generated_tokens,
+                u.decode_tok_s()
+            ),
+            theme::dim(),
+        ));
+    }
+    match answer.status {
+        AnswerStatus::Streaming => header.push(Span::styled(" · writing…", theme::dim())),
+        AnswerStatus::Stopped => header.push(Span::styled(" · stopped", theme::warning())),
+        AnswerStatus::Failed => header.push(Span::styled(" · failed", theme::error())),
+        AnswerStatus::Done => {}
+    }
+    let mut lines = vec![Line::from(header)];
+
+    let split = split_thinking(content);
+    if let Some(thinking) = split.thinking {
+        let words = thinking.split_whitespace().count();
+        let state = if split.open { "thinking…" } else { "thought" };
+        if show_thinking {
+            lines.push(Line::from(Span::styled(
+                format!("▾ {state} ({words} words) · Ctrl+T folds"),
+                theme::thinking(),
+            )));
+            let mut w = Wrapper::new(width);
+            let bar = vec![Span::styled("│ ", theme::dim())];
+            for line in thinking.split('\n') {
+                w.set_prefix(bar.clone(), bar.clone());
+                w.text(line, theme::thinking());
+                w.end_line();
+            }
+            lines.extend(w.finish());
+        } else {
+            lines.push(Line::from(Span::styled(
+                format!("▸ {state} ({words} words) · Ctrl+T shows"),
+                theme::thinking(),
+            )));
+        }
+    }
+    let mut text = markdown::render(split.answer, width, Style::default());
+    if answer.status == AnswerStatus::Streaming && !split.open {
+        // A cursor where the next words will appear.
+        match text.last_mut() {
+            Some(last) => last.spans.push(Span::styled("▍", theme::dim())),
+            None => text.push(Line::from(Span::styled("▍", theme::dim()))),
+        }
+    }
+    lines.extend(text);
+    if let Some(error) = &answer.error {
+        let mut w = Wrapper::new(width);
+        w.set_prefix(
+            vec![Span::styled("✗ ", theme::error())],
+            vec![Span::styled("  ", theme::error())],
+        );
+        w.text(error, theme::error());
+        lines.extend(w.finish());
+    }
+    lines
+}

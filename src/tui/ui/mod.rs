@@ -1,0 +1,135 @@
+//! Drawing: `render(frame, state, cache)` is a function of the state (the cache only
+//! remembers wrapped lines of unchanged entries). One file per pane: chat, stats, overlays;
+//! the input box, footer and the too-small message are small enough to live here.
+
+mod chat;
+mod markdown;
+mod overlay;
+mod stats;
+mod theme;
+mod wrap;
+
+pub use chat::ChatCache;
+pub use markdown::render as markdown_lines;
+
+use super::keymap;
+use super::state::{Overlay, State, Viewport};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::Frame;
+
+/// Below this the screen cannot be laid out usefully; a message says so instead.
+pub const MIN_WIDTH: u16 = 50;
+pub const MIN_HEIGHT: u16 = 14;
+/// The stats panel is shown when the terminal is at least this wide.
+const STATS_MIN_WIDTH: u16 = 90;
+const STATS_WIDTH: u16 = 36;
+/// The input box grows with its text up to this many lines.
+const INPUT_MAX_LINES: u16 = 8;
+
+/// Renders the whole screen. Returns what scrolling needs to know about the chat pane.
+pub fn render(frame: &mut Frame, state: &State, cache: &mut ChatCache) -> Viewport {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(frame, area);
+        return state.viewport;
+    }
+    let input_lines = (state.input.line_count() as u16).clamp(1, INPUT_MAX_LINES);
+    let [main, input_area, footer_area] = Layout::vertical([
+        Constraint::Min(5),
+        Constraint::Length(input_lines + 2),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let (chat_area, stats_area) = if area.width >= STATS_MIN_WIDTH {
+        let [c, s] =
+            Layout::horizontal([Constraint::Min(30), Constraint::Length(STATS_WIDTH)]).areas(main);
+        (c, Some(s))
+    } else {
+        (main, None)
+    };
+    let (total_lines, height) = chat::render(frame, chat_area, state, cache);
+    if let Some(stats_area) = stats_area {
+        stats::render(frame, stats_area, state);
+    }
+    input(frame, input_area, state);
+    footer(frame, footer_area, state);
+    match state.overlay {
+        Overlay::None => {}
+        Overlay::Picker => overlay::picker(frame, area, state),
+        Overlay::Help => overlay::help(frame, area),
+        Overlay::Settings => overlay::settings(frame, area, state),
+    }
+    Viewport {
+        total_lines,
+        height,
+    }
+}
+
+fn input(frame: &mut Frame, area: Rect, state: &State) {
+    let (title, style) = match (&state.status, &state.model.loading) {
+        (Some(status), _) => (format!(" {status} "), theme::warning()),
+        (None, Some(_)) => (
+            " message · the model is loading, you can type ".to_string(),
+            theme::dim(),
+        ),
+        (None, None) => (" message ".to_string(), theme::dim()),
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if state.overlay == Overlay::None {
+            theme::info()
+        } else {
+            theme::dim()
+        })
+        .title(Span::styled(title, style));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let text = Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(1),
+        ..inner
+    };
+    frame.render_widget(&state.input.textarea, text);
+}
+
+/// The keys that matter now. When they do not all fit, the middle ones give way: the first
+/// (the main action) and the last two (help, quit) always show.
+fn footer(frame: &mut Frame, area: Rect, state: &State) {
+    let mut keys = keymap::footer(state);
+    let width = |keys: &[(&str, &str)]| -> usize {
+        keys.iter()
+            .map(|(k, w)| k.chars().count() + w.chars().count() + 4)
+            .sum()
+    };
+    while keys.len() > 3 && width(&keys) > area.width as usize {
+        keys.remove(keys.len() - 3);
+    }
+    let mut spans = Vec::new();
+    for (key, what) in keys {
+        spans.push(Span::styled(format!(" {key}"), theme::footer_key()));
+        spans.push(Span::styled(format!(" {what}  "), theme::dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn too_small(frame: &mut Frame, area: Rect) {
+    let text = format!(
+        "The terminal is too small ({}×{}). taper needs at least {MIN_WIDTH}×{MIN_HEIGHT}. \
+         Make it larger, or press Ctrl+Q to quit.",
+        area.width, area.height
+    );
+    let height = 4.min(area.height);
+    let rect = Rect {
+        y: area.y + (area.height - height) / 2,
+        height,
+        ..area
+    };
+    frame.render_widget(
+        Paragraph::new(Span::styled(text, theme::warning()))
+            .wrap(Wrap { trim: true })
+            .centered(),
+        rect,
+    );
+}

@@ -1,0 +1,176 @@
+//! The overlays drawn over the chat: the model picker, the help and the settings form.
+
+use super::theme;
+use crate::stats::human_bytes;
+use crate::tui::keymap::HELP;
+use crate::tui::state::{Field, State};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+/// A centred rectangle of at most `width` x `height` inside `area`.
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+fn popup(frame: &mut Frame, area: Rect, title: &str) -> Rect {
+    frame.render_widget(Clear, area);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme::info())
+        .title(Span::styled(format!(" {title} "), theme::title()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    inner
+}
+
+pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
+    let area = centered(area, 96, 20);
+    let inner = popup(frame, area, "Pick a model");
+    let [filter_area, list_area, hint_area] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    let p = &state.picker;
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(" filter: ", theme::dim()),
+            Span::raw(p.filter.clone()),
+            Span::styled("▏", theme::info()),
+        ])),
+        filter_area,
+    );
+    let visible = p.visible();
+    let loaded = state.model.loaded.as_ref().map(|i| &i.path);
+    let mut lines = Vec::new();
+    if visible.is_empty() {
+        let text = if p.scanning {
+            "Looking for models…".to_string()
+        } else if p.entries.is_empty() {
+            format!(
+                "No models in {}. Put .gguf files there, or start with -m PATH.",
+                p.models_dir.display()
+            )
+        } else {
+            "No model matches the filter.".to_string()
+        };
+        lines.push(Line::from(Span::styled(format!(" {text}"), theme::dim())));
+    }
+    // Keep the selection in view.
+    let height = list_area.height as usize;
+    let first = p.selected.saturating_sub(height.saturating_sub(1));
+    let name_width = (list_area.width as usize).saturating_sub(40).max(12);
+    for (i, e) in visible.iter().enumerate().skip(first).take(height) {
+        let mark = if Some(&e.path) == loaded { "●" } else { " " };
+        let text = match &e.problem {
+            Some(problem) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
+            None => format!(
+                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
+                e.name,
+                e.architecture,
+                e.quantization,
+                human_bytes(e.file_size)
+            ),
+        };
+        let style = if i == p.selected {
+            theme::selected()
+        } else if e.problem.is_some() {
+            theme::dim()
+        } else {
+            Default::default()
+        };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    frame.render_widget(Paragraph::new(lines), list_area);
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            " ● loaded · Enter loads · the conversation is kept",
+            theme::dim(),
+        )),
+        hint_area,
+    );
+}
+
+pub fn help(frame: &mut Frame, area: Rect) {
+    let height = HELP.len() as u16 + 7;
+    let area = centered(area, 90, height);
+    let inner = popup(frame, area, "Keys");
+    let mut lines = Vec::new();
+    let mut group = "";
+    for (g, keys, what) in HELP {
+        if *g != group {
+            if !group.is_empty() {
+                lines.push(Line::default());
+            }
+            lines.push(Line::from(Span::styled(format!(" {g}"), theme::heading())));
+            group = g;
+        }
+        lines.push(Line::from(vec![
+            Span::styled(format!("   {keys:<31} "), theme::inline_code()),
+            Span::raw(*what),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+pub fn settings(frame: &mut Frame, area: Rect, state: &State) {
+    let area = centered(area, 80, Field::ALL.len() as u16 + 9);
+    let inner = popup(frame, area, "Settings (apply to the next answer)");
+    let form = &state.form;
+    let mut lines = Vec::new();
+    for (i, field) in Field::ALL.iter().enumerate() {
+        let selected = i == form.selected;
+        let value = match (&form.editing, selected) {
+            (Some(edit), true) => format!("{edit}▏"),
+            _ => {
+                let v = field.value(&state.settings);
+                if v.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    v.replace('\n', " ")
+                }
+            }
+        };
+        let label = format!(" {:<16}", field.label());
+        let style = if selected && form.editing.is_none() {
+            theme::selected()
+        } else if selected {
+            theme::inline_code()
+        } else {
+            Default::default()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(
+                label,
+                if selected {
+                    theme::selected()
+                } else {
+                    theme::dim()
+                },
+            ),
+            Span::styled(format!(" {value}"), style),
+        ]));
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        format!(" {}", form.field().hint()),
+        theme::dim(),
+    )));
+    if let Some(error) = &form.error {
+        lines.push(Line::from(Span::styled(
+            format!(" {error}"),
+            theme::error(),
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}

@@ -1,0 +1,252 @@
+//! The stats panel: how fast, how big, how full. Model facts, the phase (with a progress bar
+//! while the prompt is read), time to first token, prompt and decode rates with a sparkline,
+//! tokens, the context gauge, cached tokens, memory and threads. On a short terminal the
+//! least important rows give way first.
+
+use super::theme;
+use crate::stats::human_bytes;
+use crate::tui::state::{State, TurnPhase};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Gauge, Paragraph, Sparkline};
+use ratatui::Frame;
+
+/// Spinner frames for phases without a measurable progress (loading).
+const SPINNER: [&str; 4] = ["◐", "◓", "◑", "◒"];
+
+enum Widget {
+    Text(Line<'static>),
+    /// A progress bar: ratio and label.
+    Bar(f64, String),
+    /// The decode-rate sparkline, two rows high.
+    Spark,
+}
+
+/// One row of the panel; lower `keep` rows are dropped last when space runs out.
+struct Row {
+    keep: u8,
+    widget: Widget,
+}
+
+fn text(keep: u8, line: Line<'static>) -> Row {
+    Row {
+        keep,
+        widget: Widget::Text(line),
+    }
+}
+
+fn field(keep: u8, label: &str, value: impl Into<String>, style: Style) -> Row {
+    text(
+        keep,
+        Line::from(vec![
+            Span::styled(format!("{label:<9}"), theme::dim()),
+            Span::styled(value.into(), style),
+        ]),
+    )
+}
+
+fn or_dash<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "–".into())
+}
+
+fn params(n: u64) -> String {
+    match n {
+        0 => "?".into(),
+        n if n >= 1_000_000_000 => format!("{:.1}B", n as f64 / 1e9),
+        n => format!("{}M", (n as f64 / 1e6).round()),
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State) {
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme::dim())
+        .title(Span::styled(" stats ", theme::title()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let inner = Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(1),
+        ..inner
+    };
+    let mut rows = rows(state);
+    // Drop the least important rows until the rest fit.
+    while rows.iter().map(height).sum::<u16>() > inner.height {
+        let Some(worst) = rows.iter().map(|r| r.keep).max() else {
+            break;
+        };
+        let Some(at) = rows.iter().rposition(|r| r.keep == worst) else {
+            break;
+        };
+        rows.remove(at);
+    }
+    let mut y = inner.y;
+    let rates: Vec<u64> = state.stats.rates.iter().copied().collect();
+    for row in rows {
+        let h = height(&row);
+        let rect = Rect {
+            y,
+            height: h,
+            ..inner
+        };
+        y += h;
+        match row.widget {
+            Widget::Text(line) => frame.render_widget(Paragraph::new(line), rect),
+            Widget::Bar(ratio, label) => frame.render_widget(
+                Gauge::default()
+                    .gauge_style(theme::gauge())
+                    .ratio(ratio.clamp(0.0, 1.0))
+                    .label(label),
+                rect,
+            ),
+            Widget::Spark => {
+                let recent = &rates[rates.len().saturating_sub(rect.width as usize)..];
+                frame.render_widget(
+                    Sparkline::default().data(recent).style(theme::sparkline()),
+                    rect,
+                );
+            }
+        }
+    }
+}
+
+fn height(row: &Row) -> u16 {
+    match row.widget {
+        Widget::Spark => 2,
+        _ => 1,
+    }
+}
+
+fn rows(state: &State) -> Vec<Row> {
+    let plain = Style::default();
+    let mut rows = Vec::new();
+    // While a load runs the old model is already gone (the worker frees it first).
+    match (&state.model.loading, &state.model.loaded) {
+        (Some(loading), _) => {
+            let e = &loading.entry;
+            rows.push(text(0, Line::styled(e.name.clone(), theme::model_label())));
+            rows.push(field(3, "arch", e.architecture.clone(), plain));
+            rows.push(field(3, "quant", e.quantization.clone(), plain));
+            let size = format!(
+                "{} · {} params",
+                human_bytes(e.file_size),
+                params(e.parameters)
+            );
+            rows.push(field(3, "size", size, plain));
+            rows.push(field(2, "load", "…", plain));
+        }
+        (None, Some(info)) => {
+            rows.push(text(
+                0,
+                Line::styled(info.name.clone(), theme::model_label()),
+            ));
+            rows.push(field(3, "arch", info.architecture.clone(), plain));
+            rows.push(field(3, "quant", info.quantization.clone(), plain));
+            let size = format!(
+                "{} · {} params",
+                human_bytes(info.file_size),
+                params(info.parameters)
+            );
+            rows.push(field(3, "size", size, plain));
+            rows.push(field(2, "load", format!("{:.2} s", info.load_s), plain));
+        }
+        (None, None) => {
+            rows.push(text(0, Line::styled("no model", theme::dim())));
+            rows.push(text(2, Line::styled("Ctrl+P picks one", theme::dim())));
+        }
+    }
+    rows.push(text(5, Line::default()));
+
+    if let Some(loading) = &state.model.loading {
+        let elapsed = state.now.saturating_duration_since(loading.started);
+        let spin = SPINNER[(elapsed.as_millis() / 250) as usize % SPINNER.len()];
+        let value = format!("{spin} loading {:.1} s", elapsed.as_secs_f64());
+        rows.push(field(0, "phase", value, theme::warning()));
+    } else {
+        match state.stats.turn.as_ref().map(|t| t.phase) {
+            Some(TurnPhase::ReadingPrompt { done, total }) => {
+                rows.push(field(0, "phase", "reading prompt", theme::warning()));
+                // Progress comes after each chunk of the prompt; before the first, it started.
+                let bar = match total {
+                    0 => Widget::Bar(0.0, "starting".into()),
+                    _ => Widget::Bar(done as f64 / total as f64, format!("{done}/{total} tok")),
+                };
+                rows.push(Row {
+                    keep: 0,
+                    widget: bar,
+                });
+            }
+            Some(TurnPhase::Generating) => {
+                rows.push(field(0, "phase", "generating", theme::info()))
+            }
+            None => rows.push(field(0, "phase", "idle", plain)),
+        }
+    }
+
+    let s = &state.stats;
+    rows.push(field(
+        1,
+        "TTFT",
+        or_dash(s.ttft_s(), |t| format!("{t:.3} s")),
+        plain,
+    ));
+    let rate = |v: f64| format!("{v:.1} tok/s");
+    rows.push(field(1, "prompt", or_dash(s.prompt_tok_s(), rate), plain));
+    rows.push(field(
+        0,
+        "decode",
+        or_dash(s.decode_tok_s(), rate),
+        theme::model_label(),
+    ));
+    rows.push(Row {
+        keep: 4,
+        widget: Widget::Spark,
+    });
+    rows.push(field(
+        1,
+        "tokens",
+        or_dash(s.generated(), |n| n.to_string()),
+        plain,
+    ));
+    let context_size = state.model.loaded.as_ref().map(|i| i.context_size);
+    let used = s.context_used();
+    rows.push(field(
+        1,
+        "context",
+        or_dash(context_size, |c| format!("{used} / {c}")),
+        plain,
+    ));
+    let ratio = match context_size {
+        Some(c) if c > 0 => used as f64 / c as f64,
+        _ => 0.0,
+    };
+    rows.push(Row {
+        keep: 2,
+        widget: Widget::Bar(ratio, format!("{:.0}%", ratio * 100.0)),
+    });
+    let cached = s.last.as_ref().map(|u| u.cached_tokens);
+    rows.push(field(
+        2,
+        "cached",
+        or_dash(cached, |c| format!("{c} tok reused")),
+        plain,
+    ));
+    let memory = match (s.rss, s.peak_rss) {
+        (Some(r), Some(p)) => format!("{} (peak {})", human_bytes(r), human_bytes(p)),
+        (Some(r), None) => human_bytes(r),
+        _ => "–".into(),
+    };
+    rows.push(field(1, "memory", memory, plain));
+    let threads = state.model.loaded.as_ref().map(|i| i.threads);
+    rows.push(field(
+        2,
+        "threads",
+        or_dash(threads, |t| t.to_string()),
+        plain,
+    ));
+    if s.last.as_ref().is_some_and(|u| u.dropped_messages > 0) {
+        rows.push(field(1, "dropped", "oldest messages", theme::warning()));
+    }
+    rows
+}
