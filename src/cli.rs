@@ -40,6 +40,20 @@ pub enum Command {
     Tokenize(TokenizeArgs),
     /// Measure cold start, time to first token, prefill and decode speed and peak memory.
     Bench(BenchArgs),
+    /// The catalogue and the local models; `models pull NAME` downloads one.
+    Models(ModelsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    #[command(subcommand)]
+    pub action: Option<ModelsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsAction {
+    /// Download a catalogue model (or a config model with repo and file) into the hub cache.
+    Pull { name: String },
 }
 
 #[derive(Debug, Args)]
@@ -165,28 +179,61 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Ask(args)) => ask(args, &config),
         Some(Command::Tokenize(args)) => tokenize(args, &config),
         Some(Command::Bench(args)) => bench(args, &config),
+        Some(Command::Models(args)) => models(args, &config),
     }
+}
+
+fn models(args: ModelsArgs, config: &Config) -> Result<()> {
+    match args.action {
+        None => {
+            let hub = crate::hub::HubConfig::from_env();
+            let local = crate::models::discover(config, &hub);
+            print!("{}", crate::models::listing::render(&local, &hub));
+        }
+        Some(ModelsAction::Pull { name }) => {
+            let path = crate::models::pull::pull(&name, config)?;
+            println!("{}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// The model file for `-m` (or the config's default model), and the config's extras for it.
 pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<UserModel>)> {
     let name = arg.or(config.default_model.as_deref());
+    let hub = crate::hub::HubConfig::from_env();
     if let Some(user) = name.and_then(|n| config.user_model(n)) {
-        let path = user
-            .path
-            .clone()
-            .ok_or_else(|| anyhow!("model {:?} is a hub file; download it first", user.name))?;
-        return Ok((paths::expand_home(&path), Some(user.clone())));
+        let path = match (&user.path, &user.repo, &user.file) {
+            (Some(path), _, _) => paths::expand_home(path),
+            (None, Some(repo), Some(file)) => crate::hub::HubFile::new(repo, file)
+                .cached(&hub)
+                .ok_or_else(|| not_downloaded(&user.name))?,
+            _ => bail!("model {:?} in the config has no path", user.name),
+        };
+        return Ok((path, Some(user.clone())));
     }
-    Ok((paths::resolve_model(name, &models_dir(config))?, None))
+    let dir = models_dir(config);
+    match paths::resolve_model(name, &dir) {
+        Ok(path) => Ok((path, None)),
+        // Not a file and not in the models directory: perhaps a catalogue name.
+        Err(err) => match name.and_then(crate::catalog::find) {
+            Some(entry) if !entry.supported => {
+                bail!("{} can't run in taper yet: {}", entry.name, entry.unsupported_reason)
+            }
+            Some(entry) => crate::models::catalog_path(entry, &hub)
+                .map(|path| (path, None))
+                .ok_or_else(|| not_downloaded(&entry.name)),
+            None => Err(err),
+        },
+    }
+}
+
+fn not_downloaded(name: &str) -> anyhow::Error {
+    anyhow!("{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)")
 }
 
 pub fn models_dir(config: &Config) -> PathBuf {
-    config
-        .models_dir
-        .as_deref()
-        .map(paths::expand_home)
-        .unwrap_or_else(paths::models_dir)
+    crate::models::models_dir(config)
 }
 
 /// Sets candle's compute threads; must run before the engine computes anything.

@@ -6,6 +6,8 @@
 //! - [`catalog`]: the built-in catalogue of well-known models and their shapes.
 //! - [`chat`]: the model-independent conversation history.
 //! - [`config`]: the user's settings file and defaults.
+//! - [`hub`]: downloads from the Hugging Face hub into its standard cache.
+//! - [`models`]: the local models (header facts) and `taper models` / `models pull`.
 //! - [`paths`]: where models and data live.
 //! - [`stats`]: usage figures, rates and process memory.
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
@@ -20,6 +22,8 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod hub;
+pub mod models;
 pub mod paths;
 pub mod stats;
 pub mod tui;

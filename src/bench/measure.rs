@@ -6,6 +6,10 @@
 //! decoding from there, every step timed and end-of-turn tokens ignored; then a prefill of
 //! exactly N tokens of the passage on a fresh cache for every `--prompt-tokens` N. One
 //! warm-up run is discarded. Rates are `crate::stats`' definitions, the ones the TUI shows.
+//!
+//! The cold start is the process's: after the warm-up the file is in the OS page cache, so it
+//! measures parsing, tokenizer and template building and copying the weights, not the disk.
+//! Peak memory is reset (Linux) before each run, so a run's peak is its own model's.
 
 use super::prompt::{self, TextSide, SHAPE_ONLY_CHAT_TOKENS};
 use super::summary::{quarter_rates, ModelReport, PrefillFigure, RunFigures};

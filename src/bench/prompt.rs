@@ -16,9 +16,9 @@ use anyhow::{bail, Result};
 pub const CHAT_QUESTION: &str =
     "Why does a candle flame point upwards, and what would it look like in space?";
 
-/// Token ids a shape-only TTFT prompt gets. The question above is 17–19 tokens in the
-/// catalogue's vocabularies; templates add 5 (Qwen3) to about 25 (SmolLM2's default system
-/// prompt) more.
+/// Token ids a shape-only TTFT prompt gets: about a templated chat prompt of the question
+/// above, which is 17 tokens for SmolLM2 and Gemma 3; with their templates the whole prompt is
+/// 47 tokens (SmolLM2's adds a default system prompt) and 26 (Gemma 3's built-in template).
 pub const SHAPE_ONLY_CHAT_TOKENS: usize = 32;
 
 /// The prefill text, repeated as often as a prompt length needs.

@@ -46,12 +46,13 @@ pub fn with_range(s: Spread) -> String {
 /// A horizontal bar of `width` cells for `value` out of `max`, in eighths of a cell.
 pub fn bar(value: f64, max: f64, width: usize) -> String {
     const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
-    if !(max > 0.0) || !(value > 0.0) {
+    // NaN and non-positive values get no bar.
+    if max.is_nan() || value.is_nan() || max <= 0.0 || value <= 0.0 {
         return String::new();
     }
     let eighths = ((value / max).min(1.0) * (width * 8) as f64).round() as usize;
     let mut s = "█".repeat(eighths / 8);
-    if eighths % 8 > 0 {
+    if !eighths.is_multiple_of(8) {
         s.push(PARTS[eighths % 8]);
     }
     // Something visible for any measured speed.

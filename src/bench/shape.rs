@@ -147,7 +147,7 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
         "phi3" => true,
         other => bail!("shape-only files of the {other:?} architecture are not supported"),
     };
-    if s.layers == 0 || s.heads == 0 || s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+    if s.layers == 0 || s.heads == 0 || s.kv_heads == 0 || !s.heads.is_multiple_of(s.kv_heads) {
         bail!(
             "inconsistent shape: {} layers, {}/{} heads",
             s.layers,
@@ -175,7 +175,7 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
     w.set(&key("feed_forward_length"), u32_of(s.ffn));
     w.set(&key("attention.head_count"), u32_of(s.heads));
     w.set(&key("attention.head_count_kv"), u32_of(s.kv_heads));
-    if s.hidden % s.heads != 0 || s.head_dim != s.hidden / s.heads {
+    if !s.hidden.is_multiple_of(s.heads) || s.head_dim != s.hidden / s.heads {
         w.set(&key("attention.key_length"), u32_of(s.head_dim));
         w.set(&key("attention.value_length"), u32_of(s.head_dim));
     }

@@ -204,4 +204,29 @@ mod tests {
         let tok = byte_level();
         assert!(pieces(&tok, &[260, 261, 99_999]).is_empty());
     }
+
+    /// The sentencepiece test vocabulary through a tokenizer.json whose decoder has an extra
+    /// no-op step, so that it is not recognised and the window path decodes it.
+    fn through_generic_decoder(tok: &TextTokenizer) -> (TextTokenizer, tempfile::TempDir) {
+        let mut json: serde_json::Value = serde_json::from_str(&tok.to_json().unwrap()).unwrap();
+        let noop = serde_json::json!({"type": "Strip", "content": " ", "start": 0, "stop": 0});
+        json["decoder"]["decoders"].as_array_mut().unwrap().push(noop);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        std::fs::write(&path, json.to_string()).unwrap();
+        let header = crate::engine::tokenizer::tests::header(Vec::new());
+        let generic = TextTokenizer::from_tokenizer_json(&path, &header).unwrap();
+        assert_eq!(generic.pieces(), Pieces::Decoder);
+        (generic, dir)
+    }
+
+    #[test]
+    fn other_decoders_stream_through_a_window_with_the_same_text() {
+        let (tok, _dir) = through_generic_decoder(&sentencepiece("llama"));
+        let rocket: Vec<u32> = [0xF0, 0x9F, 0x9A, 0x80].iter().map(|b| 3 + b).collect();
+        let ids = [&[264, 264][..], &rocket, &[262, 265]].concat();
+        let streamed = pieces(&tok, &ids);
+        assert_eq!(streamed, ["ab", " ab", "🚀", " a"]);
+        assert_eq!(streamed.concat(), tok.decode(&ids).unwrap());
+    }
 }

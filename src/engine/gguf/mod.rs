@@ -122,10 +122,15 @@ impl GgufHeader {
         self.tensors.iter().find(|t| t.name == name)
     }
 
-    /// A short name of the weights' quantization, from the most common matrix type.
+    /// A short name of the weights' quantization: llama.cpp's file type (`Q4_K_M`) when the
+    /// file says, else the type holding most bytes of the layers' matrices.
     pub fn quantization(&self) -> String {
+        if let Some(name) = self.get_u64("general.file_type").and_then(file_type_name) {
+            return name.to_string();
+        }
         let mut bytes_per_type: BTreeMap<String, u64> = BTreeMap::new();
-        for t in self.tensors.iter().filter(|t| t.dims.len() >= 2) {
+        let in_layers = |t: &&TensorInfo| t.dims.len() >= 2 && t.name.starts_with("blk.");
+        for t in self.tensors.iter().filter(in_layers) {
             *bytes_per_type.entry(format!("{:?}", t.dtype)).or_default() += t.size_bytes;
         }
         bytes_per_type
@@ -138,4 +143,28 @@ impl GgufHeader {
     pub fn parameter_count(&self) -> u64 {
         self.tensors.iter().map(|t| t.elem_count() as u64).sum()
     }
+}
+
+/// llama.cpp's `llama_ftype` names (the "mostly" types a quantized file declares).
+fn file_type_name(id: u64) -> Option<&'static str> {
+    Some(match id {
+        0 => "F32",
+        1 => "F16",
+        2 => "Q4_0",
+        3 => "Q4_1",
+        7 => "Q8_0",
+        8 => "Q5_0",
+        9 => "Q5_1",
+        10 => "Q2_K",
+        11 => "Q3_K_S",
+        12 => "Q3_K_M",
+        13 => "Q3_K_L",
+        14 => "Q4_K_S",
+        15 => "Q4_K_M",
+        16 => "Q5_K_S",
+        17 => "Q5_K_M",
+        18 => "Q6_K",
+        32 => "BF16",
+        _ => return None,
+    })
 }

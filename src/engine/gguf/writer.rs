@@ -70,7 +70,7 @@ impl GgufWriter {
         if dims.is_empty() || dims.len() > 4 || dims.contains(&0) {
             return Err(invalid(format!("tensor {name} has dimensions {dims:?}")));
         }
-        if dims[0] % dtype.block_size() != 0 {
+        if !dims[0].is_multiple_of(dtype.block_size()) {
             return Err(invalid(format!(
                 "tensor {name}: row length {} is not a multiple of the {dtype:?} block size {}",
                 dims[0],
