@@ -403,11 +403,15 @@ fn bench(args: BenchArgs, config: &Config) -> Result<()> {
     } else {
         bench::Format::Table
     };
+    // Each length once, in the order given.
+    let mut prompt_tokens = args.prompt_tokens.clone();
+    let mut seen = std::collections::HashSet::new();
+    prompt_tokens.retain(|n| seen.insert(*n));
     bench::run(&bench::BenchOptions {
         targets,
         threads,
         runs: args.runs,
-        prompt_tokens: args.prompt_tokens,
+        prompt_tokens,
         gen_tokens: args.gen_tokens,
         context_size: args.ctx_size.unwrap_or(config.context_size()),
         format,
@@ -417,31 +421,24 @@ fn bench(args: BenchArgs, config: &Config) -> Result<()> {
 
 /// A `-m` argument for the bench: a file or model name, or a downloaded catalogue entry.
 fn bench_target(arg: &str, config: &Config) -> Result<bench::Target> {
-    let not_found = match resolve(Some(arg), config) {
+    let entry = crate::catalog::find(arg);
+    match resolve(Some(arg), config) {
         Ok((path, _)) => {
-            return Ok(bench::Target::File {
-                name: file_label(&path),
-                path,
-            })
+            let name = match entry {
+                Some(entry) if !std::path::Path::new(arg).is_file() => entry.name.clone(),
+                _ => file_label(&path),
+            };
+            Ok(bench::Target::File { name, path })
         }
-        Err(e) => e,
-    };
-    match crate::catalog::find(arg) {
-        Some(entry) => {
-            let path = models_dir(config).join(&entry.file);
-            if path.is_file() {
-                return Ok(bench::Target::File {
-                    name: entry.name.clone(),
-                    path,
-                });
-            }
-            bail!(
-                "{arg} is in the catalogue but {} is not downloaded; `taper bench --shape {arg}` \
-                 measures a file of its shape without the download",
-                path.display()
-            )
-        }
-        None => Err(not_found),
+        // A catalogue model that is not downloaded can still be measured by its shape.
+        Err(e) => match entry {
+            Some(entry) if entry.supported => Err(anyhow!(
+                "{e:#}; or measure a file of its shape without the download: \
+                 `taper bench --shape {}`",
+                entry.name
+            )),
+            _ => Err(e),
+        },
     }
 }
 

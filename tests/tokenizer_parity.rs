@@ -312,8 +312,10 @@ fn a_tokenizer_json_gives_the_same_ids_and_text() {
 
 #[test]
 fn building_a_tokenizer_is_fast() {
-    // Generous bounds: they catch an accidentally quadratic rebuild, not a slow machine.
-    let bound = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 3 });
+    // Generous bounds (the other tests build tokenizers on the same cores meanwhile): they
+    // catch an accidentally quadratic rebuild, not a slow machine. Quiet, in release, Gemma 3's
+    // 262k vocabulary takes about half a second.
+    let bound = Duration::from_secs(if cfg!(debug_assertions) { 60 } else { 10 });
     for name in [SMOLLM2, GEMMA3] {
         let start = Instant::now();
         let header = header(name);

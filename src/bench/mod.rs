@@ -16,6 +16,7 @@ pub mod fill;
 pub mod machine;
 pub mod measure;
 pub mod prompt;
+pub mod quant;
 pub mod report;
 pub mod shape;
 pub mod summary;

@@ -210,7 +210,10 @@ mod tests {
     fn through_generic_decoder(tok: &TextTokenizer) -> (TextTokenizer, tempfile::TempDir) {
         let mut json: serde_json::Value = serde_json::from_str(&tok.to_json().unwrap()).unwrap();
         let noop = serde_json::json!({"type": "Strip", "content": " ", "start": 0, "stop": 0});
-        json["decoder"]["decoders"].as_array_mut().unwrap().push(noop);
+        json["decoder"]["decoders"]
+            .as_array_mut()
+            .unwrap()
+            .push(noop);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokenizer.json");
         std::fs::write(&path, json.to_string()).unwrap();

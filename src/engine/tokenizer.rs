@@ -24,22 +24,20 @@ pub struct TextTokenizer {
 }
 
 impl TextTokenizer {
-    /// Rebuilds the tokenizer the file's `tokenizer.ggml.*` metadata describes.
+    /// Rebuilds the tokenizer the file's `tokenizer.ggml.*` metadata describes. Errors do not
+    /// name the file; callers add that.
     pub fn from_gguf(header: &GgufHeader) -> Result<Self> {
         let model = header.get_str("tokenizer.ggml.model").unwrap_or("");
         if model.is_empty() || model == "none" || model == "no_vocab" {
             bail!(
-                "{} has no vocabulary (tokenizer.ggml.model = {model:?}); pass its tokenizer.json with --tokenizer",
-                header.path.display()
+                "the file has no vocabulary (tokenizer.ggml.model = {model:?}); \
+                 pass the model's tokenizer.json with --tokenizer"
             );
         }
-        let vocab = rebuild::GgufVocab::read(header).and_then(|vocab| {
-            rebuild::rebuild(header, &vocab).map(|built| (vocab.tokens.len(), built))
-        });
-        let (vocab_size, (inner, pieces)) = vocab.with_context(|| {
-            format!("cannot rebuild the tokenizer of {}", header.path.display())
-        })?;
-        Self::assemble(inner, pieces, vocab_size, header)
+        let vocab = rebuild::GgufVocab::read(header).context("cannot rebuild the tokenizer")?;
+        let (inner, pieces) =
+            rebuild::rebuild(header, &vocab).context("cannot rebuild the tokenizer")?;
+        Self::assemble(inner, pieces, vocab.tokens.len(), header)
     }
 
     /// Reads a tokenizer.json; the GGUF header still says which tokens are BOS, EOS and stops.

@@ -201,7 +201,7 @@ impl<R: Read> HeaderReader<R> {
             .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
             .ok_or_else(|| format!("tensor {name:?} claims an impossible size"))?;
         let block = dtype.block_size() as u64;
-        if dims[0] as u64 % block != 0 {
+        if !(dims[0] as u64).is_multiple_of(block) {
             return Err(format!(
                 "tensor {name:?}: row length {} is not a multiple of the {dtype:?} block size {block}",
                 dims[0]

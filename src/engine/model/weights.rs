@@ -47,15 +47,13 @@ impl<'h> WeightFile<'h> {
         let bytes = &self.map[start..start + info.size_bytes as usize];
         // candle reinterprets the bytes as blocks and requires their alignment; a file with an
         // odd `general.alignment` gets an aligned copy instead of a panic.
-        let aligned: Cow<[u8]> = if (bytes.as_ptr() as usize) % 8 == 0 {
-            Cow::Borrowed(bytes)
-        } else {
-            let mut words = vec![0u64; bytes.len().div_ceil(8)];
-            let view = bytemuck_bytes_mut(&mut words);
-            view[..bytes.len()].copy_from_slice(bytes);
-            return self.qtensor_from(info, &view[..bytes.len()]);
-        };
-        self.qtensor_from(info, &aligned)
+        if (bytes.as_ptr() as usize).is_multiple_of(8) {
+            return self.qtensor_from(info, bytes);
+        }
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        let view = bytemuck_bytes_mut(&mut words);
+        view[..bytes.len()].copy_from_slice(bytes);
+        self.qtensor_from(info, &view[..bytes.len()])
     }
 
     fn qtensor_from(&self, info: &TensorInfo, bytes: &[u8]) -> Result<Arc<QTensor>> {

@@ -6,7 +6,7 @@
 
 use super::merges::generate_merges;
 use super::pieces::{byte_to_char, char_to_byte, Pieces};
-use crate::engine::gguf::GgufHeader;
+use crate::engine::gguf::{GgufHeader, MetaValue};
 use anyhow::{anyhow, bail, Result};
 use std::borrow::Cow;
 use tokenizers::decoders::byte_fallback::ByteFallback;
@@ -38,65 +38,64 @@ pub(super) struct GgufVocab<'h> {
 
 impl<'h> GgufVocab<'h> {
     pub fn read(header: &'h GgufHeader) -> Result<Self> {
-        let tokens: Vec<&str> = header
-            .get_array("tokenizer.ggml.tokens")
-            .ok_or_else(|| anyhow!("the file has no tokenizer.ggml.tokens"))?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_str()
-                    .ok_or_else(|| anyhow!("tokenizer.ggml.tokens[{i}] is not a string"))
-            })
-            .collect::<Result<_>>()?;
+        const TOKENS: &str = "tokenizer.ggml.tokens";
+        let items = header
+            .get_array(TOKENS)
+            .ok_or_else(|| anyhow!("the file has no {TOKENS}"))?;
+        let tokens = each(items, TOKENS, "a string", MetaValue::as_str)?;
         if tokens.is_empty() || u32::try_from(tokens.len()).is_err() {
-            bail!("tokenizer.ggml.tokens has {} entries", tokens.len());
+            bail!("{TOKENS} has {} entries", tokens.len());
         }
-        let array = |key: &str| -> Result<Option<&'h [crate::engine::gguf::MetaValue]>> {
+        // Per-token arrays must line up with the tokens.
+        let per_token = |key: &str| -> Result<Option<&'h [MetaValue]>> {
             match header.get_array(key) {
                 Some(a) if a.len() != tokens.len() => {
-                    bail!(
-                        "{key} has {} entries for {} tokens (corrupt file?)",
-                        a.len(),
-                        tokens.len()
-                    )
+                    let (n, m) = (a.len(), tokens.len());
+                    bail!("{key} has {n} entries for {m} tokens (corrupt file?)")
                 }
                 other => Ok(other),
             }
         };
-        let types = match array("tokenizer.ggml.token_type")? {
-            Some(a) => a.iter().map(|v| v.as_u64().unwrap_or(0)).collect(),
-            None => Vec::new(),
-        };
-        let scores = match array("tokenizer.ggml.scores")? {
-            Some(a) => Some(
-                a.iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        v.as_f64()
-                            .ok_or_else(|| anyhow!("tokenizer.ggml.scores[{i}] is not a number"))
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            None => None,
-        };
-        let merges = match header.get_array("tokenizer.ggml.merges") {
-            Some(a) => Some(
-                a.iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        v.as_str()
-                            .ok_or_else(|| anyhow!("tokenizer.ggml.merges[{i}] is not a string"))
-                    })
-                    .collect::<Result<_>>()?,
-            ),
-            None => None,
-        };
+        let types = per_token("tokenizer.ggml.token_type")?
+            .map(|a| a.iter().map(|v| v.as_u64().unwrap_or(0)).collect())
+            .unwrap_or_default();
+        let scores = per_token("tokenizer.ggml.scores")?
+            .map(|a| each(a, "tokenizer.ggml.scores", "a number", MetaValue::as_f64))
+            .transpose()?;
+        let merges = header
+            .get_array("tokenizer.ggml.merges")
+            .map(|a| each(a, "tokenizer.ggml.merges", "a string", MetaValue::as_str))
+            .transpose()?;
         Ok(Self {
             tokens,
             types,
             scores,
             merges,
         })
+    }
+
+    /// The file's merges, or, for a vocabulary without them, the ones it implies: ordered by
+    /// score, or by position in the file where `by_position`. `tokens` as `map` spells them.
+    fn merges(
+        &self,
+        tokens: &[Cow<str>],
+        map: &Vocab,
+        by_position: bool,
+    ) -> Result<Vec<(String, String)>> {
+        if let Some(merges) = &self.merges {
+            return merges
+                .iter()
+                .map(|m| match m.split_once(' ') {
+                    Some((a, b)) => Ok((a.to_string(), b.to_string())),
+                    None => bail!("tokenizer.ggml.merges entry {m:?} is not two tokens"),
+                })
+                .collect();
+        }
+        match &self.scores {
+            _ if by_position => Ok(generate_merges(tokens, map, |id| -(id as f64))),
+            Some(scores) => Ok(generate_merges(tokens, map, |id| scores[id])),
+            None => bail!("the vocabulary has neither tokenizer.ggml.merges nor scores"),
+        }
     }
 
     fn of_type(&self, wanted: u64) -> impl Iterator<Item = &'h str> + '_ {
@@ -106,6 +105,26 @@ impl<'h> GgufVocab<'h> {
             .filter(move |(_, &t)| t == wanted)
             .map(|(s, _)| *s)
     }
+}
+
+/// Every element of a metadata array converted, naming the first one that does not convert.
+fn each<'h, T>(
+    items: &'h [MetaValue],
+    key: &str,
+    what: &str,
+    convert: impl Fn(&'h MetaValue) -> Option<T>,
+) -> Result<Vec<T>> {
+    let one = |(i, v)| convert(v).ok_or_else(|| anyhow!("{key}[{i}] is not {what}"));
+    items.iter().enumerate().map(one).collect()
+}
+
+/// A token → id map; for duplicate tokens the last id wins, as in transformers' dict.
+fn vocab_map(tokens: &[Cow<str>]) -> Vocab {
+    let mut map = Vocab::with_capacity(tokens.len());
+    for (id, token) in (0u32..).zip(tokens) {
+        map.insert(token.to_string(), id);
+    }
+    map
 }
 
 /// Which of transformers' sentencepiece builders a file gets.
@@ -141,28 +160,20 @@ pub(super) fn rebuild(header: &GgufHeader, vocab: &GgufVocab) -> Result<(Tokeniz
 
 /// Byte-level BPE (GPT-2 style): every token is spelled in the 256-character byte alphabet.
 fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Tokenizer> {
-    let mut map = Vocab::with_capacity(vocab.tokens.len());
-    for (id, token) in (0u32..).zip(&vocab.tokens) {
-        // Some converters store a token's raw UTF-8; transformers respells those byte by byte.
-        let key = if token.chars().all(|c| char_to_byte(c).is_some()) {
-            token.to_string()
-        } else {
-            token.bytes().map(byte_to_char).collect()
-        };
-        map.insert(key, id);
-    }
-    let merges = vocab
-        .merges
-        .as_ref()
-        .ok_or_else(|| anyhow!("this byte-level (gpt2) vocabulary has no tokenizer.ggml.merges"))?
+    // Some converters store a token's raw UTF-8; transformers respells those byte by byte.
+    let tokens: Vec<Cow<str>> = vocab
+        .tokens
         .iter()
-        .map(|m| match m.split_once(' ') {
-            Some((a, b)) => Ok((a.to_string(), b.to_string())),
-            None => Err(anyhow!(
-                "tokenizer.ggml.merges entry {m:?} is not two tokens"
-            )),
+        .map(|&t| {
+            if t.chars().all(|c| char_to_byte(c).is_some()) {
+                Cow::Borrowed(t)
+            } else {
+                Cow::Owned(t.bytes().map(byte_to_char).collect())
+            }
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
+    let map = vocab_map(&tokens);
+    let merges = vocab.merges(&tokens, &map, false)?;
     let bpe = BPE::builder()
         .vocab_and_merges(map, merges)
         .continuing_subword_prefix(String::new())
@@ -170,8 +181,9 @@ fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Tokenizer> {
         .build()
         .map_err(|e| anyhow!("the vocabulary and merges do not fit together: {e}"))?;
     let mut tokenizer = Tokenizer::new(bpe);
-    // Without a known split, transformers keeps GPT-2's own regex (inside ByteLevel). Note
-    // "smollm" is such a name: llama.cpp also splits digits one by one there, transformers not.
+    // Without a known split, transformers keeps GPT-2's own regex (inside ByteLevel). "smollm"
+    // is such a name; llama.cpp splits its digits one by one, but as SmolLM's vocabulary has no
+    // token with a digit next to anything else, the ids come out the same.
     let pre = header.get_str("tokenizer.ggml.pre").unwrap_or("default");
     match split_regex(pre) {
         Some(pattern) => {
@@ -210,8 +222,8 @@ fn split_regex(pre: &str) -> Option<&'static str> {
     })
 }
 
-/// SentencePiece-style BPE with `<0xNN>` byte fallback; GGUF files carry no merges for these,
-/// so they are recovered from the vocabulary.
+/// SentencePiece-style BPE with `<0xNN>` byte fallback. GGUF files usually carry no merges
+/// for these, so they are recovered from the vocabulary.
 fn sentencepiece(vocab: &GgufVocab, flavor: Spm) -> Result<(Tokenizer, Pieces)> {
     // Gemma files store tokens of two or more spaces with real spaces; the model looks them up
     // with `▁`, and so do the merges built from them.
@@ -226,18 +238,9 @@ fn sentencepiece(vocab: &GgufVocab, flavor: Spm) -> Result<(Tokenizer, Pieces)> 
             }
         })
         .collect();
-    let mut map = Vocab::with_capacity(tokens.len());
-    for (id, token) in (0u32..).zip(&tokens) {
-        map.insert(token.to_string(), id);
-    }
+    let map = vocab_map(&tokens);
     // Gemma's scores do not follow its merge order, the order of the tokens in the file does.
-    let merges = match (flavor, &vocab.scores) {
-        (Spm::Gemma, _) => generate_merges(&tokens, &map, |id| -(id as f64)),
-        (_, Some(scores)) => generate_merges(&tokens, &map, |id| scores[id]),
-        (_, None) => {
-            bail!("this sentencepiece vocabulary has neither merges nor tokenizer.ggml.scores")
-        }
-    };
+    let merges = vocab.merges(&tokens, &map, flavor == Spm::Gemma)?;
     let gemma_class = matches!(flavor, Spm::Gemma | Spm::Gemma4);
     let mut builder = BPE::builder().fuse_unk(true).byte_fallback(true);
     if gemma_class && map.contains_key("<unk>") {
@@ -325,4 +328,54 @@ fn add_special_tokens(
 /// Python's `str.isspace`, which `str.strip()` uses: Unicode whitespace plus U+001C..U+001F.
 fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::header;
+    use super::super::TextTokenizer;
+    use super::*;
+
+    fn strings(items: &[&str]) -> MetaValue {
+        let items = items.iter().map(|s| MetaValue::String(s.to_string()));
+        MetaValue::Array(items.collect())
+    }
+
+    #[test]
+    fn gemma_space_tokens_are_looked_up_with_the_word_mark() {
+        // Gemma files spell a token of spaces with spaces; the text reaches BPE as `▁▁`.
+        let tokens = ["<unk>", "\u{2581}", "a", "  "];
+        let tok = TextTokenizer::from_gguf(&header(vec![
+            ("general.architecture", MetaValue::String("gemma3".into())),
+            ("tokenizer.ggml.model", MetaValue::String("llama".into())),
+            ("tokenizer.ggml.tokens", strings(&tokens)),
+        ]))
+        .unwrap();
+        assert_eq!(tok.encode("a  a").unwrap(), [2, 3, 2]);
+        assert_eq!(tok.decode(&[2, 3, 2]).unwrap(), "a  a");
+    }
+
+    #[test]
+    fn a_per_token_array_of_the_wrong_length_is_an_error() {
+        let bad = header(vec![
+            ("tokenizer.ggml.model", MetaValue::String("gpt2".into())),
+            ("tokenizer.ggml.tokens", strings(&["a", "b"])),
+            (
+                "tokenizer.ggml.token_type",
+                MetaValue::Array(vec![MetaValue::I32(1)]),
+            ),
+        ]);
+        let err = format!("{:#}", GgufVocab::read(&bad).err().unwrap());
+        assert!(
+            err.contains("token_type has 1 entries for 2 tokens"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_pre_tokenizer_falls_back_to_gpt2s_split() {
+        assert!(split_regex("smollm").is_none() && split_regex("gpt-2").is_none());
+        assert!(split_regex("llama-bpe").is_some_and(|r| r.contains(r"\p{N}{1,3}")));
+        assert_eq!(split_regex("qwen2"), split_regex("deepseek-r1-qwen"));
+    }
 }

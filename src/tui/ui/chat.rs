@@ -49,10 +49,11 @@ pub fn render(
     cache
         .entries
         .retain(|id, _| state.conversation.entries.iter().any(|e| e.id == *id));
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    if state.conversation.entries.is_empty() {
-        lines.extend(welcome(state, width));
-    }
+    let welcome = match state.conversation.entries.is_empty() {
+        true => welcome(state, width),
+        false => Vec::new(),
+    };
+    // Wrap what changed; everything else comes from the cache.
     for entry in &state.conversation.entries {
         let key = (entry.rev, width, state.show_thinking);
         let cached = cache
@@ -66,17 +67,32 @@ pub fn render(
             cached.lines = entry_lines(entry, width, state.show_thinking);
             cached.key = key;
         }
-        lines.extend(cached.lines.iter().cloned());
     }
+    let blocks: Vec<&[Line<'static>]> = std::iter::once(welcome.as_slice())
+        .chain(
+            state
+                .conversation
+                .entries
+                .iter()
+                .filter_map(|e| cache.entries.get(&e.id).map(|c| c.lines.as_slice())),
+        )
+        .collect();
 
-    let total = lines.len();
+    let total: usize = blocks.iter().map(|b| b.len()).sum();
     let bottom = total.saturating_sub(height);
     let top = if state.scroll.follow {
         bottom
     } else {
         state.scroll.top.min(bottom)
     };
-    let visible: Vec<Line<'static>> = lines.into_iter().skip(top).take(height).collect();
+    // Only the visible lines are copied into the frame.
+    let visible: Vec<Line<'static>> = blocks
+        .iter()
+        .flat_map(|b| b.iter())
+        .skip(top)
+        .take(height)
+        .cloned()
+        .collect();
     let text_area = Rect {
         x: inner.x + 1,
         width: inner.width.saturating_sub(1),
