@@ -218,7 +218,11 @@ pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<Us
         // Not a file and not in the models directory: perhaps a catalogue name.
         Err(err) => match name.and_then(crate::catalog::find) {
             Some(entry) if !entry.supported => {
-                bail!("{} can't run in taper yet: {}", entry.name, entry.unsupported_reason)
+                bail!(
+                    "{} can't run in taper yet: {}",
+                    entry.name,
+                    entry.unsupported_reason
+                )
             }
             Some(entry) => crate::models::catalog_path(entry, &hub)
                 .map(|path| (path, None))
@@ -229,7 +233,9 @@ pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<Us
 }
 
 fn not_downloaded(name: &str) -> anyhow::Error {
-    anyhow!("{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)")
+    anyhow!(
+        "{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)"
+    )
 }
 
 pub fn models_dir(config: &Config) -> PathBuf {

@@ -113,7 +113,7 @@ fn gemma3_continues_raw_text_fluently() {
 fn a_second_turn_reuses_the_cache_and_matches_a_fresh_prefill() {
     let q1 = Message::user("Name three colours.");
     let mut engine = engine_with(common::SMOLLM2, 2048);
-    let (a1, first) = turn(&mut engine, 1, &[q1.clone()], false, 24);
+    let (a1, first) = turn(&mut engine, 1, std::slice::from_ref(&q1), false, 24);
     assert_eq!(first.cached_tokens, 0);
     let conversation = [
         q1,

@@ -95,8 +95,7 @@ fn cancel_half_way_leaves_only_a_part_file_and_the_next_download_resumes() {
         .ranges()
         .into_iter()
         .flatten()
-        .filter(|r| r != "bytes=0-0")
-        .last()
+        .rfind(|r| r != "bytes=0-0")
         .unwrap();
     assert_ne!(
         resumed_from, "bytes=0-",

@@ -10,11 +10,14 @@ use std::sync::{Arc, Mutex};
 pub const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 pub const TOKEN: &str = "hf_good_token";
 
+/// Each request's path and Range header, in order.
+pub type RequestLog = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 pub struct HubServer {
     pub endpoint: String,
     pub content: Arc<Vec<u8>>,
     /// Every request line and its Range header, in order.
-    pub log: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    pub log: RequestLog,
 }
 
 pub fn content() -> Vec<u8> {
@@ -65,7 +68,7 @@ impl HubServer {
 fn serve(
     stream: TcpStream,
     content: &[u8],
-    log: &Mutex<Vec<(String, Option<String>)>>,
+    log: &RequestLog,
     endpoint: &str,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -91,7 +94,7 @@ fn serve(
     let hub_headers = format!("x-repo-commit: {COMMIT}\r\netag: \"{etag}\"\r\n");
     match path.as_str() {
         "/org/tiny/resolve/main/model.gguf" => send_range(&mut out, content, range.as_deref(), &hub_headers),
-        "/org/renamed/resolve/main/model.gguf" => head(&mut out, "307 Temporary Redirect", &format!("location: /org/tiny/resolve/main/model.gguf\r\n")),
+        "/org/renamed/resolve/main/model.gguf" => head(&mut out, "307 Temporary Redirect", "location: /org/tiny/resolve/main/model.gguf\r\n"),
         "/org/cdn/resolve/main/model.gguf" => head(
             &mut out,
             "302 Found",
