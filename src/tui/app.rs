@@ -16,6 +16,8 @@ use futures_util::StreamExt;
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use std::io::stdout;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
@@ -25,6 +27,14 @@ use tokio::time::sleep_until;
 const BUSY_REFRESH: Duration = Duration::from_millis(250);
 /// Process memory is read at most this often (it costs a /proc read).
 const MEMORY_EVERY: Duration = Duration::from_millis(500);
+/// Download progress is reported at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// The running download's way back into the loop, and its stop flag.
+struct Downloads {
+    messages: UnboundedSender<Msg>,
+    cancel: Arc<AtomicBool>,
+}
 
 /// What the loop needs besides the state.
 pub struct AppConfig {
@@ -48,6 +58,11 @@ pub async fn run(config: AppConfig) -> Result<()> {
     } = config;
     let mut engine = EngineHandle::spawn().context("cannot start the engine")?;
     let (scan_tx, mut scans) = unbounded_channel();
+    let (download_tx, mut download_msgs) = unbounded_channel();
+    let downloads = Downloads {
+        messages: download_tx,
+        cancel: Arc::new(AtomicBool::new(false)),
+    };
     let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
     let mut hangup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
@@ -77,7 +92,7 @@ pub async fn run(config: AppConfig) -> Result<()> {
                 dirty = true;
                 continue;
             }
-            if let Some(msg) = carry_out(effect, &engine, &sources, &scan_tx) {
+            if let Some(msg) = carry_out(effect, &engine, &sources, &scan_tx, &downloads) {
                 let more = update(&mut state, msg, Instant::now());
                 dirty = true;
                 // An engine that cannot take commands produces no further effects.
@@ -127,6 +142,7 @@ pub async fn run(config: AppConfig) -> Result<()> {
                 }
             },
             Some(entries) = scans.recv() => Some(Msg::Models(entries)),
+            Some(msg) = download_msgs.recv() => Some(msg),
             _ = terminate.recv() => break,
             _ = hangup.recv() => break,
             _ = interrupt.recv() => break,
@@ -183,6 +199,7 @@ fn carry_out(
     engine: &EngineHandle,
     sources: &ModelSources,
     scans: &UnboundedSender<Vec<ModelEntry>>,
+    downloads: &Downloads,
 ) -> Option<Msg> {
     match effect {
         Effect::Send(command) => engine.send(command).err().map(|_| Msg::EngineStopped),
@@ -203,6 +220,36 @@ fn carry_out(
                 let _ = scans.send(Vec::new());
             }
             None
+        }
+        Effect::CancelDownload => {
+            downloads.cancel.store(true, Ordering::SeqCst);
+            None
+        }
+        Effect::Download(file) => {
+            downloads.cancel.store(false, Ordering::SeqCst);
+            let (hub, tx, cancel) = (
+                sources.hub.clone(),
+                downloads.messages.clone(),
+                downloads.cancel.clone(),
+            );
+            let spawned = std::thread::Builder::new()
+                .name("taper-download".into())
+                .spawn(move || {
+                    let mut last = Instant::now();
+                    let result = crate::hub::download(&hub, &file, &cancel, |done, total| {
+                        if last.elapsed() >= PROGRESS_EVERY || done == total {
+                            last = Instant::now();
+                            let _ = tx.send(Msg::DownloadProgress { done, total });
+                        }
+                    });
+                    let _ = tx.send(match result {
+                        Ok(path) => Msg::Downloaded(path),
+                        Err(e) => Msg::DownloadFailed(e.to_string()),
+                    });
+                });
+            spawned
+                .err()
+                .map(|e| Msg::DownloadFailed(format!("cannot start the download: {e}")))
         }
     }
 }

@@ -60,7 +60,7 @@ pub const HELP: &[(&str, &str, &str)] = &[
         "Up / Down (empty message)",
         "recall earlier messages",
     ),
-    ("Chat", "Esc", "stop the answer (the partial answer stays)"),
+    ("Chat", "Esc", "stop the answer (text stays) or a download"),
     ("Chat", "Ctrl+R", "regenerate the last answer"),
     ("Chat", "Ctrl+N", "new conversation"),
     ("Chat", "Ctrl+P", "pick a model (the conversation is kept)"),
@@ -195,7 +195,7 @@ pub fn footer(state: &State) -> Vec<(&'static str, &'static str)> {
         Overlay::Picker => vec![
             ("type", "filter"),
             ("↑↓", "select"),
-            ("Enter", "load"),
+            ("Enter", "load (or download)"),
             ("Esc", "close"),
             ("Ctrl+Q", "quit"),
         ],
@@ -206,6 +206,12 @@ pub fn footer(state: &State) -> Vec<(&'static str, &'static str)> {
             ("↑↓", "select"),
             ("Enter", "edit"),
             ("Esc", "close"),
+            ("Ctrl+Q", "quit"),
+        ],
+        Overlay::None if state.model.download.is_some() && !state.generating() => vec![
+            ("Esc", "stop download"),
+            ("Ctrl+P", "model"),
+            ("?", "help"),
             ("Ctrl+Q", "quit"),
         ],
         Overlay::None if state.generating() => vec![

@@ -119,8 +119,8 @@ pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
         state,
         model,
         sources: scan::ModelSources {
-            dir: models_dir,
-            user_models: config.models.clone(),
+            config: config.clone(),
+            hub: crate::hub::HubConfig::from_env(),
         },
         frame: Duration::from_secs(1) / fps,
         log: crate::paths::data_dir().join("taper.log"),

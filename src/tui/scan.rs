@@ -1,47 +1,75 @@
-//! Finding the models the picker offers: the `.gguf` files in the models directory and the
-//! config's user models with a local path, each described from its header alone.
+//! Finding the models the picker offers: every local model (`crate::models::discover`: the
+//! models directory, the config's models, catalogue files in the hub cache), then the
+//! catalogue models not downloaded yet, which the picker downloads when chosen.
 
 use super::state::ModelEntry;
-use crate::config::UserModel;
-use crate::engine::gguf::GgufHeader;
-use crate::paths;
-use std::path::{Path, PathBuf};
+use crate::catalog;
+use crate::config::Config;
+use crate::hub::{HubConfig, HubFile};
+use crate::models::{self, LocalModel, ModelSummary};
+use std::path::Path;
 
 /// Where to look; cloned into the background thread that scans.
 #[derive(Debug, Clone)]
 pub struct ModelSources {
-    pub dir: PathBuf,
-    pub user_models: Vec<UserModel>,
+    pub config: Config,
+    pub hub: HubConfig,
 }
 
 /// Reads every header (milliseconds each; run it off the UI thread all the same).
 pub fn scan(sources: &ModelSources) -> Vec<ModelEntry> {
-    let mut entries: Vec<ModelEntry> = paths::local_models(&sources.dir)
-        .into_iter()
-        .map(|path| describe(&path))
-        .collect();
-    for user in &sources.user_models {
-        let Some(path) = &user.path else { continue };
-        let mut entry = describe(&paths::expand_home(path));
-        entry.name = user.name.clone();
-        entry.tokenizer = user.tokenizer.clone();
-        entry.chat_template = user.chat_template.clone();
+    let local = models::discover(&sources.config, &sources.hub);
+    let mut entries: Vec<ModelEntry> = local.iter().map(entry_for).collect();
+    for e in catalog::entries() {
+        if local
+            .iter()
+            .any(|m| m.catalog.is_some_and(|c| c.name == e.name))
+        {
+            continue;
+        }
+        let mut entry = ModelEntry::from_path(Path::new(&e.file).to_path_buf());
+        entry.name = e.name.clone();
+        entry.architecture = e.architecture.clone();
+        entry.quantization = e.quantization.clone();
+        entry.file_size = e.size_bytes;
+        if e.supported {
+            let mut file = HubFile::new(&e.repo, &e.file);
+            if !e.revision.is_empty() {
+                file.revision = e.revision.clone();
+            }
+            entry.download = Some(file);
+        } else {
+            entry.problem = Some(format!("not supported yet: {}", e.unsupported_reason));
+        }
         entries.push(entry);
     }
     entries
 }
 
-/// A model file as the picker lists it; an unreadable header becomes the entry's problem.
-pub fn describe(path: &Path) -> ModelEntry {
+fn entry_for(model: &LocalModel) -> ModelEntry {
+    let mut entry = from_summary(&model.path, &model.summary);
+    entry.name = model.name.clone();
+    entry.tokenizer = model.tokenizer.clone();
+    entry.chat_template = model.chat_template.clone();
+    entry
+}
+
+fn from_summary(path: &Path, summary: &Result<ModelSummary, String>) -> ModelEntry {
     let mut entry = ModelEntry::from_path(path.to_path_buf());
-    match GgufHeader::read(path) {
-        Ok(header) => {
-            entry.architecture = header.architecture().unwrap_or("unknown").to_string();
-            entry.quantization = header.quantization();
-            entry.file_size = header.file_size;
-            entry.parameters = header.parameter_count();
+    match summary {
+        Ok(s) => {
+            entry.architecture = s.architecture.clone();
+            entry.quantization = s.quantization.clone();
+            entry.file_size = s.file_size;
+            entry.parameters = s.parameters;
+            entry.problem = s.unsupported.clone();
         }
-        Err(e) => entry.problem = Some(e.problem),
+        Err(problem) => entry.problem = Some(problem.clone()),
     }
     entry
+}
+
+/// A model file as the picker lists it; an unreadable header becomes the entry's problem.
+pub fn describe(path: &Path) -> ModelEntry {
+    from_summary(path, &ModelSummary::read(path))
 }

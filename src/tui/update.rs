@@ -33,6 +33,15 @@ pub enum Msg {
     },
     /// Time passes (elapsed-time displays while busy).
     Tick,
+    /// Bytes of the running download so far.
+    DownloadProgress {
+        done: u64,
+        total: u64,
+    },
+    /// The download finished: the file to load.
+    Downloaded(std::path::PathBuf),
+    /// The download failed or was cancelled; the sentence to show.
+    DownloadFailed(String),
 }
 
 /// What the app must do after an update.
@@ -45,6 +54,10 @@ pub enum Effect {
     ScanModels,
     /// Clear the terminal and draw the whole screen again.
     Redraw,
+    /// Download a hub file in the background, reporting `Msg::Download*`.
+    Download(crate::hub::HubFile),
+    /// Stop the running download (its partial file is resumed next time).
+    CancelDownload,
 }
 
 pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
@@ -88,8 +101,45 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
             state.stats.rss = rss;
             state.stats.peak_rss = peak;
         }
+        Msg::DownloadProgress { done, total } => {
+            if let Some(d) = &mut state.model.download {
+                d.done = done;
+                d.total = total;
+            }
+        }
+        Msg::Downloaded(path) => {
+            if let Some(d) = state.model.download.take() {
+                let mut entry = super::scan::describe(&path);
+                entry.name = d.entry.name;
+                fx.push(Effect::ScanModels);
+                load(state, entry, &mut fx);
+            }
+        }
+        Msg::DownloadFailed(why) => {
+            if state.model.download.take().is_some() {
+                state.conversation.push_notice(NoticeLevel::Error, why);
+            }
+        }
     }
     fx
+}
+
+/// Starts downloading a catalogue model; it is loaded when it arrives.
+fn start_download(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
+    let Some(file) = entry.download.clone() else {
+        return;
+    };
+    if state.model.download.is_some() {
+        state.status = Some("A download is already running (Esc stops it)".into());
+        return;
+    }
+    state.model.download = Some(super::state::Download {
+        total: entry.file_size,
+        done: 0,
+        entry,
+        started: state.now,
+    });
+    fx.push(Effect::Download(file));
 }
 
 fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
@@ -136,7 +186,11 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::PickerLoad => {
             if let Some(entry) = state.picker.selected_entry().cloned() {
                 state.overlay = Overlay::None;
-                load(state, entry, fx);
+                if entry.download.is_some() {
+                    start_download(state, entry, fx);
+                } else {
+                    load(state, entry, fx);
+                }
             }
         }
         Action::FieldUp => state.form.move_selection(-1),
@@ -227,6 +281,9 @@ fn stop(state: &mut State, fx: &mut Vec<Effect>) {
     if state.generating() {
         cancel_active(state, fx);
         state.status = Some("Stopped".into());
+    } else if state.model.download.is_some() {
+        fx.push(Effect::CancelDownload);
+        state.status = Some("Stopping the download…".into());
     }
 }
 

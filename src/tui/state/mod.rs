@@ -13,7 +13,7 @@ pub use conversation::{
     split_thinking, Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, Thinking,
 };
 pub use input::InputState;
-pub use model::{Loading, ModelState};
+pub use model::{Download, Loading, ModelState};
 pub use picker::{ModelEntry, PickerState};
 pub use settings::{Field, Settings, SettingsForm};
 pub use stats::{LiveStats, TurnPhase, TurnStats};
@@ -123,6 +123,6 @@ impl State {
     /// Something is running that changes the screen without events: a load or a generation.
     /// The app redraws a few times a second then (elapsed times, spinner), and never otherwise.
     pub fn busy(&self) -> bool {
-        self.generating() || self.model.loading.is_some()
+        self.generating() || self.model.loading.is_some() || self.model.download.is_some()
     }
 }

@@ -11,10 +11,38 @@ pub struct Loading {
     pub started: Instant,
 }
 
+/// A catalogue model being downloaded before it is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Download {
+    pub entry: ModelEntry,
+    pub done: u64,
+    pub total: u64,
+    pub started: Instant,
+}
+
+impl Download {
+    /// Bytes per second so far.
+    pub fn rate(&self, now: Instant) -> f64 {
+        let secs = now.saturating_duration_since(self.started).as_secs_f64();
+        if secs > 0.0 {
+            self.done as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// Seconds left at the rate so far.
+    pub fn eta_s(&self, now: Instant) -> Option<f64> {
+        let rate = self.rate(now);
+        (rate > 0.0 && self.total >= self.done).then(|| (self.total - self.done) as f64 / rate)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelState {
     pub loaded: Option<ModelInfo>,
     pub loading: Option<Loading>,
+    pub download: Option<Download>,
 }
 
 impl ModelState {

@@ -18,6 +18,8 @@ pub struct ModelEntry {
     pub chat_template: Option<String>,
     /// Why the header could not be read; the entry is still listed (and loading it explains).
     pub problem: Option<String>,
+    /// A catalogue model not downloaded yet: choosing it downloads it first.
+    pub download: Option<crate::hub::HubFile>,
 }
 
 impl ModelEntry {
@@ -37,6 +39,7 @@ impl ModelEntry {
             tokenizer: None,
             chat_template: None,
             problem: None,
+            download: None,
         }
     }
 }
@@ -64,8 +67,13 @@ impl PickerState {
         self.entries
             .iter()
             .filter(|e| {
-                let haystack =
-                    format!("{} {} {}", e.name, e.architecture, e.quantization).to_lowercase();
+                let where_ = if e.download.is_some() {
+                    "download"
+                } else {
+                    "local"
+                };
+                let haystack = format!("{} {} {} {where_}", e.name, e.architecture, e.quantization)
+                    .to_lowercase();
                 words.iter().all(|w| haystack.contains(w.as_str()))
             })
             .collect()

@@ -69,12 +69,19 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     // Keep the selection in view.
     let height = list_area.height as usize;
     let first = p.selected.saturating_sub(height.saturating_sub(1));
-    let name_width = (list_area.width as usize).saturating_sub(40).max(12);
+    let name_width = (list_area.width as usize).saturating_sub(52).max(12);
     for (i, e) in visible.iter().enumerate().skip(first).take(height) {
         let mark = if Some(&e.path) == loaded { "●" } else { " " };
-        let text = match &e.problem {
-            Some(problem) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
-            None => format!(
+        let text = match (&e.problem, &e.download) {
+            (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
+            (None, Some(_)) => format!(
+                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}  ⇣ download",
+                e.name,
+                e.architecture,
+                e.quantization,
+                human_bytes(e.file_size)
+            ),
+            (None, None) => format!(
                 " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
                 e.name,
                 e.architecture,

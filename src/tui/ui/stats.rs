@@ -158,7 +158,33 @@ fn rows(state: &State) -> Vec<Row> {
     }
     rows.push(text(5, Line::default()));
 
-    if let Some(loading) = &state.model.loading {
+    if let Some(d) = &state.model.download {
+        rows.push(field(
+            0,
+            "phase",
+            format!("downloading {}", d.entry.name),
+            theme::warning(),
+        ));
+        let ratio = if d.total > 0 {
+            d.done as f64 / d.total as f64
+        } else {
+            0.0
+        };
+        let eta = d
+            .eta_s(state.now)
+            .map(|s| format!(" · {s:.0} s left"))
+            .unwrap_or_default();
+        // Short enough for the panel: percent, rate and time left (sizes are in the picker).
+        let label = format!(
+            "{:.0}% · {}/s{eta}",
+            ratio * 100.0,
+            human_bytes(d.rate(state.now) as u64)
+        );
+        rows.push(Row {
+            keep: 0,
+            widget: Widget::Bar(ratio.clamp(0.0, 1.0), label),
+        });
+    } else if let Some(loading) = &state.model.loading {
         let elapsed = state.now.saturating_duration_since(loading.started);
         let spin = SPINNER[(elapsed.as_millis() / 250) as usize % SPINNER.len()];
         let value = format!("{spin} loading {:.1} s", elapsed.as_secs_f64());
