@@ -7,30 +7,30 @@
 use super::attention::{attention, AttentionShape};
 use super::config::{Arch, ModelConfig};
 use super::kv_cache::KvCache;
+use super::linear::QLinear;
 use super::rope::Rope;
 use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
-use candle_core::quantized::QMatMul;
-use candle_core::{Device, Module, Tensor};
+use candle_core::{Device, Tensor};
 use candle_nn::ops::rms_norm;
 
 enum QkvProj {
     Separate {
-        q: QMatMul,
-        k: QMatMul,
-        v: QMatMul,
+        q: QLinear,
+        k: QLinear,
+        v: QLinear,
     },
     /// Phi-3: one matrix whose output rows are Q, then K, then V.
-    Fused(QMatMul),
+    Fused(QLinear),
 }
 
 enum FfnProj {
     Separate {
-        gate: QMatMul,
-        up: QMatMul,
+        gate: QLinear,
+        up: QLinear,
     },
     /// Phi-3: `ffn_up` yields the gate in its first half and the up projection in its second.
-    Fused(QMatMul),
+    Fused(QLinear),
 }
 
 struct Layer {
@@ -40,12 +40,12 @@ struct Layer {
     qkv_bias: Option<(Tensor, Tensor, Tensor)>,
     /// Qwen3 and Gemma normalise each head of Q and K.
     qk_norm: Option<(Tensor, Tensor)>,
-    attn_out: QMatMul,
+    attn_out: QLinear,
     /// Gemma's "sandwich" norms after attention and after the feed-forward.
     post_attn_norm: Option<Tensor>,
     ffn_norm: Tensor,
     ffn: FfnProj,
-    ffn_down: QMatMul,
+    ffn_down: QLinear,
     post_ffn_norm: Option<Tensor>,
     sliding: bool,
 }
@@ -55,7 +55,7 @@ pub struct Decoder {
     token_embd: std::sync::Arc<candle_core::quantized::QTensor>,
     layers: Vec<Layer>,
     output_norm: Tensor,
-    output: QMatMul,
+    output: QLinear,
     rope: Rope,
     rope_swa: Rope,
     cache: KvCache,
@@ -67,20 +67,21 @@ impl Decoder {
         let (e, hd) = (cfg.n_embd, cfg.head_dim);
         let (q_width, kv_width) = (cfg.n_head * hd, cfg.n_head_kv * hd);
         let mut layers = Vec::with_capacity(cfg.n_layer);
+        let matrix = |name: &str, cols_in: usize, rows_out: usize| -> Result<QLinear> {
+            Ok(QLinear::from_qmatmul(
+                weights.matrix(name, cols_in, rows_out)?,
+            )?)
+        };
         for il in 0..cfg.n_layer {
             let name = |t: &str| format!("blk.{il}.{t}");
             let layer = (|| -> Result<Layer> {
                 let qkv = if weights.has(&name("attn_qkv.weight")) {
-                    QkvProj::Fused(weights.matrix(
-                        &name("attn_qkv.weight"),
-                        e,
-                        q_width + 2 * kv_width,
-                    )?)
+                    QkvProj::Fused(matrix(&name("attn_qkv.weight"), e, q_width + 2 * kv_width)?)
                 } else {
                     QkvProj::Separate {
-                        q: weights.matrix(&name("attn_q.weight"), e, q_width)?,
-                        k: weights.matrix(&name("attn_k.weight"), e, kv_width)?,
-                        v: weights.matrix(&name("attn_v.weight"), e, kv_width)?,
+                        q: matrix(&name("attn_q.weight"), e, q_width)?,
+                        k: matrix(&name("attn_k.weight"), e, kv_width)?,
+                        v: matrix(&name("attn_v.weight"), e, kv_width)?,
                     }
                 };
                 let qkv_bias = match weights.optional_vector(&name("attn_q.bias"), q_width)? {
@@ -96,11 +97,11 @@ impl Decoder {
                     None => None,
                 };
                 let ffn = if cfg.arch == Arch::Phi3 {
-                    FfnProj::Fused(weights.matrix(&name("ffn_up.weight"), e, 2 * cfg.n_ff)?)
+                    FfnProj::Fused(matrix(&name("ffn_up.weight"), e, 2 * cfg.n_ff)?)
                 } else {
                     FfnProj::Separate {
-                        gate: weights.matrix(&name("ffn_gate.weight"), e, cfg.n_ff)?,
-                        up: weights.matrix(&name("ffn_up.weight"), e, cfg.n_ff)?,
+                        gate: matrix(&name("ffn_gate.weight"), e, cfg.n_ff)?,
+                        up: matrix(&name("ffn_up.weight"), e, cfg.n_ff)?,
                     }
                 };
                 Ok(Layer {
@@ -108,12 +109,12 @@ impl Decoder {
                     qkv,
                     qkv_bias,
                     qk_norm,
-                    attn_out: weights.matrix(&name("attn_output.weight"), q_width, e)?,
+                    attn_out: matrix(&name("attn_output.weight"), q_width, e)?,
                     post_attn_norm: weights
                         .optional_vector(&name("post_attention_norm.weight"), e)?,
                     ffn_norm: weights.vector(&name("ffn_norm.weight"), e)?,
                     ffn,
-                    ffn_down: weights.matrix(&name("ffn_down.weight"), cfg.n_ff, e)?,
+                    ffn_down: matrix(&name("ffn_down.weight"), cfg.n_ff, e)?,
                     post_ffn_norm: weights.optional_vector(&name("post_ffw_norm.weight"), e)?,
                     sliding: cfg.swa_layers[il],
                 })
@@ -124,9 +125,9 @@ impl Decoder {
         let token_embd = weights.qtensor("token_embd.weight")?;
         // Tied embeddings: without `output.weight` the embedding matrix is the output head.
         let output = if weights.has("output.weight") {
-            weights.matrix("output.weight", e, cfg.vocab_size)?
+            matrix("output.weight", e, cfg.vocab_size)?
         } else {
-            QMatMul::from_arc(token_embd.clone())?
+            QLinear::from_arc(token_embd.clone())?
         };
         let (rope, rope_swa) = Self::ropes(&cfg, weights, context_size)?;
         let cache = KvCache::new(cfg.n_layer, cfg.n_head_kv, hd, context_size);

@@ -3,7 +3,9 @@
 pub mod attention;
 pub mod config;
 pub mod decoder;
+pub mod kernels;
 pub mod kv_cache;
+pub mod linear;
 pub mod rope;
 pub mod weights;
 

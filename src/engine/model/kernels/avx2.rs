@@ -1,0 +1,396 @@
+//! AVX2 + FMA (+ F16C for the block scales) kernels, after ggml's x86 ones.
+//!
+//! Soundness: the `#[target_feature]` functions may only run on a CPU with those features. They
+//! are private and called only from the public wrappers, which take an [`Avx2`] token; the token
+//! has a private field, so it exists only if [`Avx2::detect`] found AVX2, FMA and F16C at run
+//! time. The wrappers also check the lengths (weight row = whole blocks, one activation block
+//! per weight block); inside, every load goes through `load16`/`load32`/`load_bsums`, which take
+//! fixed-size arrays, so each load reads memory the borrow covers. Loads are unaligned
+//! (`loadu`), so there is no alignment precondition.
+
+use super::{Q8Block, Q8KBlock, QK_K};
+use core::arch::x86_64::*;
+
+/// Proof that the CPU has AVX2, FMA and F16C.
+#[derive(Clone, Copy, Debug)]
+pub struct Avx2(());
+
+impl Avx2 {
+    pub fn detect() -> Option<Self> {
+        (is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c"))
+        .then_some(Self(()))
+    }
+}
+
+#[inline(always)]
+fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
+    s[at..at + N]
+        .try_into()
+        .expect("length checked by the slice")
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn load16(b: &[u8; 16]) -> __m128i {
+    // SAFETY: `b` is 16 readable bytes; loadu has no alignment requirement.
+    unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn load32<T>(b: &[T; 32]) -> __m256i
+where
+    T: Copy + Into<i32>,
+{
+    const { assert!(std::mem::size_of::<T>() == 1) };
+    // SAFETY: `b` is 32 one-byte elements (asserted above); loadu has no alignment requirement.
+    unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    let h = u16::from_le_bytes([b[at], b[at + 1]]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn hsum(x: __m256) -> f32 {
+    let r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+    let r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    let r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    _mm_cvtss_f32(r)
+}
+
+/// 32 nibbles: low nibbles to bytes 0..16, high nibbles to bytes 16..32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn nibbles(q: &[u8; 16]) -> __m256i {
+    let t = load16(q);
+    let b = _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4));
+    _mm256_and_si256(_mm256_set1_epi8(0xF), b)
+}
+
+/// Byte i is 0xFF where bit i of `x` is set.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn bytes_from_bits(x: u32) -> __m256i {
+    let shuf = _mm256_set_epi64x(
+        0x0303030303030303,
+        0x0202020202020202,
+        0x0101010101010101,
+        0,
+    );
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x as i32), shuf);
+    let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe_u64 as i64));
+    _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1))
+}
+
+/// Σ of 32 `u8 × i8` products as 8 f32 lanes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn dot_us8(ax: __m256i, sy: __m256i) -> __m256 {
+    let p = _mm256_maddubs_epi16(ax, sy);
+    _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_set1_epi16(1), p))
+}
+
+/// One block of signed weights `bx` (scale `d`) against block `b` of every row.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn signed_block<const R: usize>(
+    bx: __m256i,
+    d: f32,
+    b: usize,
+    a: &[&[Q8Block]; R],
+    acc: &mut [__m256; R],
+) {
+    let ax = _mm256_sign_epi8(bx, bx);
+    for r in 0..R {
+        let ab = &a[r][b];
+        let sy = _mm256_sign_epi8(load32(&ab.qs), bx);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), dot_us8(ax, sy), acc[r]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    for (b, wb) in w.chunks_exact(18).enumerate() {
+        let bx = _mm256_sub_epi8(nibbles(arr(wb, 2)), _mm256_set1_epi8(8));
+        signed_block(bx, f16_at(wb, 0), b, a, &mut acc);
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q5_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    for (b, wb) in w.chunks_exact(22).enumerate() {
+        let qh = u32::from_le_bytes(*arr(wb, 2));
+        // Where the fifth bit is clear, set the high nibble: q | 0xF0 = q - 16 as i8.
+        let hi = _mm256_andnot_si256(bytes_from_bits(qh), _mm256_set1_epi8(0xF0u8 as i8));
+        let bx = _mm256_or_si256(nibbles(arr(wb, 6)), hi);
+        signed_block(bx, f16_at(wb, 0), b, a, &mut acc);
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q8_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    for (b, wb) in w.chunks_exact(34).enumerate() {
+        let bx = load32::<u8>(arr(wb, 2));
+        signed_block(bx, f16_at(wb, 0), b, a, &mut acc);
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut mins = [0f32; R];
+    for (b, wb) in w.chunks_exact(20).enumerate() {
+        let d = f16_at(wb, 0);
+        let m = f16_at(wb, 2);
+        let qx = nibbles(arr(wb, 4));
+        for r in 0..R {
+            let ab = &a[r][b];
+            let p = dot_us8(qx, load32(&ab.qs));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), p, acc[r]);
+            mins[r] += m * ab.s;
+        }
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]) + mins[r];
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn load_bsums(b: &[i16; 16]) -> __m256i {
+    // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
+    unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn hsum128(x: __m128) -> f32 {
+    let r = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)))
+}
+
+/// Q4_K's 12 bytes of packed 6-bit values to 8 scales then 8 mins (ggml's `utmp` trick; the
+/// same values as [`super::scale_min_k4`]).
+#[inline(always)]
+fn unpack_scales_k4(b: &[u8; 12]) -> [u8; 16] {
+    const KMASK1: u32 = 0x3f3f3f3f;
+    const KMASK2: u32 = 0x0f0f0f0f;
+    const KMASK3: u32 = 0x03030303;
+    let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+    let (u0, u1, u2) = (w(0), w(1), w(2));
+    let t = [
+        u0 & KMASK1,
+        (u2 & KMASK2) | (((u0 >> 6) & KMASK3) << 4),
+        u1 & KMASK1,
+        ((u2 >> 4) & KMASK2) | (((u1 >> 6) & KMASK3) << 4),
+    ];
+    let mut out = [0u8; 16];
+    for (o, v) in out.chunks_exact_mut(4).zip(t) {
+        o.copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
+    let m4 = _mm256_set1_epi8(0xF);
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut acc_m = [_mm_setzero_ps(); R];
+    for (b, wb) in w.chunks_exact(144).enumerate() {
+        let d = f16_at(wb, 0);
+        let dmin = f16_at(wb, 2);
+        // ggml's unpacking of the eight 6-bit scales (bytes 0..8) and mins (bytes 8..16).
+        let sm = unpack_scales_k4(arr(wb, 4));
+        let mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(i64::from_le_bytes(*arr(&sm, 8))));
+        let mut sumi = [_mm256_setzero_si256(); R];
+        for j in 0..QK_K / 64 {
+            let bits = load32::<u8>(arr(wb, 16 + 32 * j));
+            let ql = _mm256_and_si256(bits, m4);
+            let qh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            let sl = _mm256_set1_epi16(sm[2 * j] as i16);
+            let sh = _mm256_set1_epi16(sm[2 * j + 1] as i16);
+            for r in 0..R {
+                let qs = &a[r][b].qs;
+                let pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(ql, load32(arr(qs, 64 * j))));
+                let ph =
+                    _mm256_madd_epi16(sh, _mm256_maddubs_epi16(qh, load32(arr(qs, 64 * j + 32))));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
+            }
+        }
+        for r in 0..R {
+            let ab = &a[r][b];
+            // Σ_j min_j · (bsums[2j] + bsums[2j+1]), four lanes.
+            let bs = load_bsums(&ab.bsums);
+            let pair_sums =
+                _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            let prod = _mm_madd_epi16(mins, pair_sums);
+            acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(dmin * ab.d), _mm_cvtepi32_ps(prod), acc_m[r]);
+            acc[r] = _mm256_fmadd_ps(
+                _mm256_set1_ps(d * ab.d),
+                _mm256_cvtepi32_ps(sumi[r]),
+                acc[r],
+            );
+        }
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]) - hsum128(acc_m[r]);
+    }
+}
+
+/// For i < 8: bytes `2i` ×8 then `2i+1` ×8 (selects the two 16-element scales of 32 quants).
+const SCALE_SHUFFLE: [[u8; 16]; 8] = {
+    let mut t = [[0u8; 16]; 8];
+    let mut i = 0;
+    while i < 8 {
+        let mut k = 0;
+        while k < 16 {
+            t[i][k] = (2 * i + k / 8) as u8;
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
+    let m4 = _mm256_set1_epi8(0xF);
+    let m2 = _mm256_set1_epi8(3);
+    let m32s = _mm256_set1_epi8(32);
+    let mut acc = [_mm256_setzero_ps(); R];
+    for (b, wb) in w.chunks_exact(210).enumerate() {
+        let d = f16_at(wb, 208);
+        let scales = load16(arr(wb, 192));
+        let mut sumi = [_mm256_setzero_si256(); R];
+        for j in 0..QK_K / 128 {
+            let sc: [__m256i; 4] = std::array::from_fn(|k| {
+                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, load16(&SCALE_SHUFFLE[4 * j + k])))
+            });
+            let b1 = load32::<u8>(arr(wb, 64 * j));
+            let b2 = load32::<u8>(arr(wb, 64 * j + 32));
+            let bh = load32::<u8>(arr(wb, 128 + 32 * j));
+            let h = |s: i32| {
+                let v = match s {
+                    0 => bh,
+                    2 => _mm256_srli_epi16(bh, 2),
+                    4 => _mm256_srli_epi16(bh, 4),
+                    _ => _mm256_srli_epi16(bh, 6),
+                };
+                _mm256_slli_epi16(_mm256_and_si256(v, m2), 4)
+            };
+            let q = [
+                _mm256_or_si256(_mm256_and_si256(b1, m4), h(0)),
+                _mm256_or_si256(_mm256_and_si256(b2, m4), h(2)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h(4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h(6)),
+            ];
+            for r in 0..R {
+                let qs = &a[r][b].qs;
+                for k in 0..4 {
+                    // (q - 32) · y as q · y - 32 · y, in this order as in ggml (and candle), so
+                    // the lanes, and the float rounding after them, are the same as theirs.
+                    let y = load32(arr(qs, 128 * j + 32 * k));
+                    let p = _mm256_sub_epi16(
+                        _mm256_maddubs_epi16(q[k], y),
+                        _mm256_maddubs_epi16(m32s, y),
+                    );
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(sc[k], p));
+                }
+            }
+        }
+        for r in 0..R {
+            let ab = &a[r][b];
+            acc[r] = _mm256_fmadd_ps(
+                _mm256_set1_ps(d * ab.d),
+                _mm256_cvtepi32_ps(sumi[r]),
+                acc[r],
+            );
+        }
+    }
+    for r in 0..R {
+        out[r] = hsum(acc[r]);
+    }
+}
+
+macro_rules! wrapper {
+    ($(#[$m:meta])* $name:ident, $imp:ident, $act:ty, $bytes:expr) => {
+        $(#[$m])*
+        /// `w` holds `out.len()` weight rows; `out[c][r]` = row `c` of `w` · `a[r]`.
+        pub fn $name<const R: usize>(_: Avx2, w: &[u8], a: &[&[$act]; R], out: &mut [[f32; R]]) {
+            #[target_feature(enable = "avx2,fma,f16c")]
+            fn rows<const R: usize>(
+                w: &[u8],
+                row_bytes: usize,
+                a: &[&[$act]; R],
+                out: &mut [[f32; R]],
+            ) {
+                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+                    $imp(wr, a, o);
+                }
+            }
+            if out.is_empty() {
+                assert!(w.is_empty(), "weights without outputs");
+                return;
+            }
+            let row_bytes = w.len() / out.len();
+            assert_eq!(row_bytes * out.len(), w.len(), "weights are not whole rows");
+            let nb = row_bytes / $bytes;
+            assert_eq!(nb * $bytes, row_bytes, "weight row is not whole blocks");
+            assert!(a.iter().all(|row| row.len() == nb), "activation rows have the wrong length");
+            // SAFETY: the `Avx2` token proves the CPU has the features `rows` and `$imp` are
+            // compiled for; lengths are checked above (and every access inside is
+            // bounds-checked).
+            unsafe { rows(w, row_bytes, a, out) }
+        }
+    };
+}
+
+wrapper!(
+    /// Q4_0 weights × Q8_0 activations.
+    dot_q4_0, q4_0, Q8Block, 18
+);
+wrapper!(
+    /// Q4_1 weights × Q8_1 activations.
+    dot_q4_1, q4_1, Q8Block, 20
+);
+wrapper!(
+    /// Q5_0 weights × Q8_0 activations.
+    dot_q5_0, q5_0, Q8Block, 22
+);
+wrapper!(
+    /// Q8_0 weights × Q8_0 activations.
+    dot_q8_0, q8_0, Q8Block, 34
+);
+wrapper!(
+    /// Q4_K weights × Q8_K activations.
+    dot_q4k, q4k, Q8KBlock, 144
+);
+wrapper!(
+    /// Q6_K weights × Q8_K activations.
+    dot_q6k, q6k, Q8KBlock, 210
+);

@@ -1,0 +1,351 @@
+//! Quantized dot-product kernels for [`super::linear::QLinear`].
+//!
+//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor; activations are
+//! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
+//! for the 256-element k-quants), except that their scales are kept as f32.
+//!
+//! Every kernel computes weight rows against `R` activation rows at once (`R` = 1 or 4), so a
+//! weight block is unpacked once for several rows during prefill; one call covers many weight
+//! rows, so the per-call checks and dispatch are paid once per chunk, not per output. The arithmetic done for
+//! one activation row is the same sequence of operations whatever `R` is, so a row's result is
+//! bit-identical whether it is computed alone or in a batch (the decoder's cached and fresh
+//! prefills must give the same greedy tokens).
+
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+pub mod scalar;
+
+use candle_core::quantized::GgmlDType;
+
+/// The weight formats with kernels of our own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightKind {
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q8_0,
+    Q4K,
+    Q6K,
+}
+
+impl WeightKind {
+    pub fn from_dtype(dtype: GgmlDType) -> Option<Self> {
+        Some(match dtype {
+            GgmlDType::Q4_0 => Self::Q4_0,
+            GgmlDType::Q4_1 => Self::Q4_1,
+            GgmlDType::Q5_0 => Self::Q5_0,
+            GgmlDType::Q8_0 => Self::Q8_0,
+            GgmlDType::Q4K => Self::Q4K,
+            GgmlDType::Q6K => Self::Q6K,
+            _ => return None,
+        })
+    }
+
+    /// Elements per block.
+    pub fn block_elems(self) -> usize {
+        match self {
+            Self::Q4K | Self::Q6K => QK_K,
+            _ => QK,
+        }
+    }
+
+    /// Bytes per block, as ggml stores it.
+    pub fn block_bytes(self) -> usize {
+        match self {
+            Self::Q4_0 => 18,
+            Self::Q4_1 => 20,
+            Self::Q5_0 => 22,
+            Self::Q8_0 => 34,
+            Self::Q4K => 144,
+            Self::Q6K => 210,
+        }
+    }
+
+    /// Whether the activations are quantized to [`Q8KBlock`]s (else [`Q8Block`]s).
+    pub fn uses_q8k(self) -> bool {
+        matches!(self, Self::Q4K | Self::Q6K)
+    }
+}
+
+/// Elements of a 32-element block.
+pub const QK: usize = 32;
+/// Elements of a k-quant super-block.
+pub const QK_K: usize = 256;
+
+/// 32 activations as `d * qs[i]`; `s = d * Σ qs` (ggml's Q8_1 sum, used by Q4_1's offset).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Q8Block {
+    pub d: f32,
+    pub s: f32,
+    pub qs: [i8; QK],
+}
+
+impl Default for Q8Block {
+    fn default() -> Self {
+        Self {
+            d: 0.0,
+            s: 0.0,
+            qs: [0; QK],
+        }
+    }
+}
+
+/// 256 activations as `d * qs[i]`, with the sums of each group of 16 quants (ggml's Q8_K).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Q8KBlock {
+    pub d: f32,
+    pub qs: [i8; QK_K],
+    pub bsums: [i16; QK_K / 16],
+}
+
+impl Default for Q8KBlock {
+    fn default() -> Self {
+        Self {
+            d: 0.0,
+            qs: [0; QK_K],
+            bsums: [0; QK_K / 16],
+        }
+    }
+}
+
+/// Symmetric 8-bit quantization of `x` (`amax / 127` per block, round half away from zero);
+/// returns the unrounded scale.
+fn quantize_block(x: &[f32], qs: &mut [i8]) -> f32 {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+    for (q, &v) in qs.iter_mut().zip(x) {
+        *q = (v * id).round().clamp(-127.0, 127.0) as i8;
+    }
+    d
+}
+
+/// Quantizes one row of activations (length `32 * out.len()`) to Q8_0/Q8_1 blocks, exactly as
+/// ggml (and candle) do, scales rounded to f16 included: llama.cpp's logits are the reference.
+pub fn quantize_q8(x: &[f32], out: &mut [Q8Block]) {
+    assert_eq!(x.len(), out.len() * QK, "quantize_q8: length mismatch");
+    for (xb, b) in x.chunks_exact(QK).zip(out.iter_mut()) {
+        let d = quantize_block(xb, &mut b.qs);
+        b.d = round_to_f16(d);
+        b.s = round_to_f16(d * b.qs.iter().map(|&q| q as i32).sum::<i32>() as f32);
+    }
+}
+
+/// Quantizes one row of activations (length `256 * out.len()`) to Q8_K blocks, exactly as
+/// ggml's `quantize_row_q8_K` (and candle) do: the scale is `max / -127` for the signed value
+/// of largest magnitude.
+pub fn quantize_q8k(x: &[f32], out: &mut [Q8KBlock]) {
+    assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
+    for (xb, b) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
+        let (mut max, mut amax) = (0f32, 0f32);
+        for &v in xb {
+            if amax < v.abs() {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        if amax == 0.0 {
+            *b = Q8KBlock::default();
+            continue;
+        }
+        let iscale = -127.0 / max;
+        for (q, &v) in b.qs.iter_mut().zip(xb) {
+            *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
+        }
+        for (s, g) in b.bsums.iter_mut().zip(b.qs.chunks_exact(16)) {
+            *s = g.iter().map(|&q| q as i16).sum();
+        }
+        b.d = 1.0 / iscale;
+    }
+}
+
+/// `x` rounded to the nearest IEEE half (ties to even), as an f32.
+pub fn round_to_f16(x: f32) -> f32 {
+    let a = x.abs();
+    if a.is_nan() {
+        return x;
+    }
+    if a >= 65520.0 {
+        return f32::INFINITY.copysign(x);
+    }
+    if a < 6.103_515_6e-5 {
+        // Half subnormals are multiples of 2⁻²⁴; scaling by a power of two is exact.
+        return ((a * 16_777_216.0).round_ties_even() / 16_777_216.0).copysign(x);
+    }
+    // Keep 10 of the 23 mantissa bits, rounding to nearest even (a carry moves the exponent).
+    let bits = x.to_bits();
+    let rounded = bits + 0xFFF + ((bits >> 13) & 1);
+    f32::from_bits(rounded & !0x1FFF)
+}
+
+/// IEEE half to single precision, exactly (ggml stores block scales as f16).
+#[inline]
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h as u32) & 0x8000) << 16;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let mant = (h & 0x3ff) as u32;
+    if exp == 0 {
+        // Zero or subnormal: mant · 2⁻²⁴, exact in f32.
+        let v = mant as f32 * (1.0 / 16_777_216.0);
+        return f32::from_bits(v.to_bits() | sign);
+    }
+    let bits = if exp == 0x1f {
+        sign | 0x7f80_0000 | (mant << 13)
+    } else {
+        sign | ((exp + 112) << 23) | (mant << 13)
+    };
+    f32::from_bits(bits)
+}
+
+#[inline]
+pub(crate) fn read_f16(b: &[u8], at: usize) -> f32 {
+    f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
+}
+
+/// Q4_K's 6-bit scale and min of sub-block `j` (ggml's `get_scale_min_k4`).
+#[inline(always)]
+pub(crate) fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Which implementation runs the kernels.
+#[derive(Clone, Copy, Debug)]
+pub enum Isa {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2(avx2::Avx2),
+}
+
+impl Isa {
+    /// The fastest implementation this CPU supports.
+    pub fn best() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = avx2::Avx2::detect() {
+            return Self::Avx2(t);
+        }
+        Self::Scalar
+    }
+
+    /// Every implementation this CPU supports (for tests).
+    pub fn all() -> Vec<Self> {
+        #[allow(unused_mut)]
+        let mut v = vec![Self::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = avx2::Avx2::detect() {
+            v.push(Self::Avx2(t));
+        }
+        v
+    }
+}
+
+/// Checks that `w` is `rows` whole rows of blocks and each activation row has a row's worth
+/// of blocks; returns the bytes of one weight row.
+fn check<A, const R: usize>(kind: WeightKind, w: &[u8], a: &[&[A]; R], rows: usize) -> usize {
+    if rows == 0 {
+        assert!(w.is_empty(), "weights without outputs");
+        return 0;
+    }
+    let row_bytes = w.len() / rows;
+    assert_eq!(row_bytes * rows, w.len(), "weights are not whole rows");
+    let nb = row_bytes / kind.block_bytes();
+    assert_eq!(
+        nb * kind.block_bytes(),
+        row_bytes,
+        "weight row is not whole blocks"
+    );
+    for row in a {
+        assert_eq!(
+            row.len(),
+            nb,
+            "activation row has the wrong number of blocks"
+        );
+    }
+    row_bytes
+}
+
+type Kernel<A, const R: usize> = fn(&[u8], &[&[A]; R], &mut [f32; R]);
+
+fn scalar_rows<A, const R: usize>(
+    f: Kernel<A, R>,
+    w: &[u8],
+    row_bytes: usize,
+    a: &[&[A]; R],
+    out: &mut [[f32; R]],
+) {
+    if row_bytes == 0 {
+        return;
+    }
+    for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+        f(wr, a, o);
+    }
+}
+
+/// `out[c][r] = w[c] · a[r]` for the `out.len()` weight rows in `w` (raw ggml blocks of a
+/// 32-element `kind`) and `R` activation rows. Panics if the lengths disagree or `kind` uses
+/// Q8_K activations.
+pub fn dot_q8<const R: usize>(
+    isa: Isa,
+    kind: WeightKind,
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+) {
+    let row_bytes = check(kind, w, a, out.len());
+    match isa {
+        Isa::Scalar => {
+            let f: Kernel<Q8Block, R> = match kind {
+                WeightKind::Q4_0 => scalar::dot_q4_0,
+                WeightKind::Q4_1 => scalar::dot_q4_1,
+                WeightKind::Q5_0 => scalar::dot_q5_0,
+                WeightKind::Q8_0 => scalar::dot_q8_0,
+                WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+            };
+            scalar_rows(f, w, row_bytes, a, out)
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2(t) => match kind {
+            WeightKind::Q4_0 => avx2::dot_q4_0(t, w, a, out),
+            WeightKind::Q4_1 => avx2::dot_q4_1(t, w, a, out),
+            WeightKind::Q5_0 => avx2::dot_q5_0(t, w, a, out),
+            WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
+            WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+        },
+    }
+}
+
+/// As [`dot_q8`] for k-quant weight rows. Panics if the lengths disagree or `kind` is not a
+/// k-quant.
+pub fn dot_q8k<const R: usize>(
+    isa: Isa,
+    kind: WeightKind,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    let row_bytes = check(kind, w, a, out.len());
+    match isa {
+        Isa::Scalar => {
+            let f: Kernel<Q8KBlock, R> = match kind {
+                WeightKind::Q4K => scalar::dot_q4k,
+                WeightKind::Q6K => scalar::dot_q6k,
+                _ => panic!("{kind:?} takes Q8 activations"),
+            };
+            scalar_rows(f, w, row_bytes, a, out)
+        }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2(t) => match kind {
+            WeightKind::Q4K => avx2::dot_q4k(t, w, a, out),
+            WeightKind::Q6K => avx2::dot_q6k(t, w, a, out),
+            _ => panic!("{kind:?} takes Q8 activations"),
+        },
+    }
+}

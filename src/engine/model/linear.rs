@@ -1,0 +1,313 @@
+//! `QLinear`: `y = x · Wᵀ` over a quantized weight matrix, with our own kernels.
+//!
+//! Why not candle's `QMatMul`: it has no SIMD for Q4_1/Q5_0, does not reuse a weight block
+//! across the rows of a prefill, and its thread pool spin-waits, which collapses decode speed
+//! when another busy thread shares a core. Here the weights stay as ggml blocks (borrowed from
+//! the `QTensor`), activations are quantized per row ([`kernels`]), and the output columns are
+//! split over rayon's global pool, whose idle workers sleep.
+//!
+//! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
+//! candle's `QMatMul`, as before.
+//!
+//! Batch invariance: a row's result depends only on that row (same quantization, same kernel
+//! arithmetic whether it is computed in a group of 4 or alone), never on how many rows there
+//! are or how the columns were split between threads.
+//!
+//! `TAPER_KERNELS=candle` (every matrix through `QMatMul`) or `=scalar` (no SIMD) is read once,
+//! for comparisons.
+
+use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
+use candle_core::quantized::{QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Result, Tensor};
+use rayon::prelude::*;
+use std::sync::{Arc, OnceLock};
+
+pub struct QLinear {
+    imp: Imp,
+    in_dim: usize,
+    out_dim: usize,
+}
+
+enum Imp {
+    Native {
+        tensor: Arc<QTensor>,
+        kind: WeightKind,
+    },
+    Candle(QMatMul),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Best,
+    Scalar,
+    Candle,
+}
+
+fn mode() -> Mode {
+    static MODE: OnceLock<Mode> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {
+        Ok("candle") => Mode::Candle,
+        Ok("scalar") => Mode::Scalar,
+        _ => Mode::Best,
+    })
+}
+
+fn default_isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(|| match mode() {
+        Mode::Scalar => Isa::Scalar,
+        _ => Isa::best(),
+    })
+}
+
+/// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
+/// gets fewer (scheduling a rayon task costs a few microseconds).
+const MIN_TASK_MACS: usize = 1 << 15;
+
+impl QLinear {
+    /// A linear layer over a `(out, in)` matrix.
+    pub fn from_arc(tensor: Arc<QTensor>) -> Result<Self> {
+        let (out_dim, in_dim) = tensor.shape().dims2()?;
+        let kind = WeightKind::from_dtype(tensor.dtype())
+            .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle);
+        let imp = match kind {
+            Some(kind) => Imp::Native { tensor, kind },
+            None => Imp::Candle(QMatMul::from_arc(tensor)?),
+        };
+        Ok(Self {
+            imp,
+            in_dim,
+            out_dim,
+        })
+    }
+
+    /// Takes over what the weight loader built: quantized tensors get our kernels, anything
+    /// candle already dequantized stays with candle.
+    pub fn from_qmatmul(m: QMatMul) -> Result<Self> {
+        match m {
+            QMatMul::QTensor(t) => Self::from_arc(t),
+            QMatMul::Tensor(ref w) | QMatMul::TensorF16(ref w) => {
+                let (out_dim, in_dim) = w.dims2()?;
+                Ok(Self {
+                    imp: Imp::Candle(m),
+                    in_dim,
+                    out_dim,
+                })
+            }
+        }
+    }
+
+    pub fn in_dim(&self) -> usize {
+        self.in_dim
+    }
+
+    pub fn out_dim(&self) -> usize {
+        self.out_dim
+    }
+
+    /// Whether our kernels (not candle's) compute this layer.
+    pub fn is_native(&self) -> bool {
+        matches!(self.imp, Imp::Native { .. })
+    }
+
+    /// `x` is `(..., in)` f32; returns `(..., out)`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Imp::Candle(m) = &self.imp {
+            return m.forward(x);
+        }
+        let dims = x.dims().to_vec();
+        match dims.last() {
+            Some(&k) if k == self.in_dim => {}
+            _ => candle_core::bail!(
+                "QLinear: input shape {dims:?} does not end in {}",
+                self.in_dim
+            ),
+        }
+        let rows = x.elem_count() / self.in_dim;
+        let xs = x
+            .to_dtype(DType::F32)?
+            .contiguous()?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let y = self.forward_rows_with(default_isa(), &xs, rows)?;
+        let mut out_dims = dims;
+        *out_dims.last_mut().expect("checked above") = self.out_dim;
+        Tensor::from_vec(y, out_dims, &Device::Cpu)
+    }
+
+    /// `x` is `rows × in` row-major; returns `rows × out` row-major, with the best kernels.
+    pub fn forward_rows(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
+        self.forward_rows_with(default_isa(), x, rows)
+    }
+
+    /// As [`Self::forward_rows`] with a chosen implementation (tests run every one).
+    pub fn forward_rows_with(&self, isa: Isa, x: &[f32], rows: usize) -> Result<Vec<f32>> {
+        if x.len() != rows * self.in_dim {
+            candle_core::bail!(
+                "QLinear: {} inputs are not {rows} rows of {}",
+                x.len(),
+                self.in_dim
+            );
+        }
+        let (tensor, kind) = match &self.imp {
+            Imp::Native { tensor, kind } => (tensor, *kind),
+            Imp::Candle(m) => {
+                let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
+                return m.forward(&xt)?.flatten_all()?.to_vec1::<f32>();
+            }
+        };
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
+        let data = tensor.data()?;
+        let k = self.in_dim;
+        let nb = k / kind.block_elems();
+        let row_bytes = nb * kind.block_bytes();
+        if data.len() < row_bytes * self.out_dim {
+            candle_core::bail!("QLinear: weight data is shorter than its shape");
+        }
+        let w = &data[..row_bytes * self.out_dim];
+        let shape = Shape {
+            rows,
+            nb,
+            k,
+            out: self.out_dim,
+            row_bytes,
+        };
+        Ok(if kind.uses_q8k() {
+            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
+            shape.matmul::<Q8KBlock>(
+                w,
+                &acts,
+                |w, a, o| kernels::dot_q8k::<4>(isa, kind, w, a, o),
+                |w, a, o| kernels::dot_q8k::<1>(isa, kind, w, a, o),
+            )
+        } else {
+            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
+            shape.matmul::<Q8Block>(
+                w,
+                &acts,
+                |w, a, o| kernels::dot_q8::<4>(isa, kind, w, a, o),
+                |w, a, o| kernels::dot_q8::<1>(isa, kind, w, a, o),
+            )
+        })
+    }
+}
+
+impl Module for QLinear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        QLinear::forward(self, x)
+    }
+}
+
+/// Quantizes each row of `x` to `nb` blocks (rows in parallel when there are several).
+fn quantize_rows<B: Default + Clone + Send>(
+    x: &[f32],
+    rows: usize,
+    nb: usize,
+    quantize: fn(&[f32], &mut [B]),
+) -> Vec<B> {
+    let mut acts = vec![B::default(); rows * nb];
+    let k = x.len() / rows;
+    if rows >= 4 && rayon::current_num_threads() > 1 {
+        acts.par_chunks_mut(nb)
+            .zip(x.par_chunks(k))
+            .for_each(|(a, xr)| quantize(xr, a));
+    } else {
+        for (a, xr) in acts.chunks_mut(nb).zip(x.chunks(k)) {
+            quantize(xr, a);
+        }
+    }
+    acts
+}
+
+struct Shape {
+    rows: usize,
+    nb: usize,
+    k: usize,
+    out: usize,
+    row_bytes: usize,
+}
+
+impl Shape {
+    /// `y[r][c] = w[c] · acts[r]`. Output columns are split into chunks run in parallel; in a
+    /// chunk each weight row meets the activation rows four at a time (one unpack of a weight
+    /// block serves four rows), then one at a time for the rest.
+    fn matmul<A: Sync>(
+        &self,
+        w: &[u8],
+        acts: &[A],
+        dot4: impl Fn(&[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
+        dot1: impl Fn(&[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
+    ) -> Vec<f32> {
+        let Shape {
+            rows,
+            nb,
+            k,
+            out,
+            row_bytes,
+        } = *self;
+        // Transposed output: chunk of columns = contiguous memory.
+        let mut yt = vec![0f32; out * rows];
+        let threads = rayon::current_num_threads();
+        let col_macs = rows * k;
+        let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
+        // About 8 chunks per thread, so a thread slowed down by a shared core hands work over.
+        let cols = out.div_ceil(threads * 8).max(min_cols).min(out);
+        // Within a chunk: activation rows four at a time (they stay in L1), against each of
+        // the chunk's weight rows in turn (they stay in L2); the rows left over one at a time.
+        let work = |(ci, ych): (usize, &mut [f32])| {
+            let c0 = ci * cols;
+            let ncols = ych.len() / rows;
+            let wch = &w[c0 * row_bytes..(c0 + ncols) * row_bytes];
+            let act = |r: usize| &acts[r * nb..(r + 1) * nb];
+            if rows == 1 {
+                let (o, _) = ych.as_chunks_mut::<1>();
+                return dot1(wch, &[act(0)], o);
+            }
+            let mut r = 0;
+            if rows >= 4 {
+                let mut o4 = vec![[0f32; 4]; ncols];
+                while r + 4 <= rows {
+                    let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
+                    dot4(wch, &a, &mut o4);
+                    for (c, o) in o4.iter().enumerate() {
+                        ych[c * rows + r..c * rows + r + 4].copy_from_slice(o);
+                    }
+                    r += 4;
+                }
+            }
+            let mut o1 = vec![[0f32; 1]; ncols];
+            while r < rows {
+                dot1(wch, &[act(r)], &mut o1);
+                for (c, o) in o1.iter().enumerate() {
+                    ych[c * rows + r] = o[0];
+                }
+                r += 1;
+            }
+        };
+        if threads > 1 && out * col_macs >= 2 * MIN_TASK_MACS && cols < out {
+            // One chunk per task (no sequential runs of chunks): a worker descheduled by a
+            // busy neighbour holds up at most one chunk while the others take the rest. Idle
+            // rayon workers go to sleep instead of spinning. (Letting the calling thread claim
+            // chunks too was tried: better with a busy neighbour, 15% slower decode when quiet,
+            // as the caller and both pool workers then compete for two cores.)
+            yt.par_chunks_mut(cols * rows)
+                .enumerate()
+                .with_max_len(1)
+                .for_each(work);
+        } else {
+            yt.chunks_mut(cols * rows).enumerate().for_each(work);
+        }
+        if rows == 1 {
+            return yt;
+        }
+        let mut y = vec![0f32; out * rows];
+        for (c, col) in yt.chunks_exact(rows).enumerate() {
+            for (r, &v) in col.iter().enumerate() {
+                y[r * out + c] = v;
+            }
+        }
+        y
+    }
+}
