@@ -207,14 +207,7 @@ fn fetch(
     cancel: &AtomicBool,
     progress: &mut impl FnMut(u64, u64),
 ) -> Result<(), HubError> {
-    let io = |source: std::io::Error| HubError::Io {
-        file: file.file.clone(),
-        dir: part
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        source,
-    };
+    let io = |source| io_error(file, part, source);
     let mut out = OpenOptions::new()
         .create(true)
         .append(true)
@@ -266,16 +259,20 @@ fn fetch(
     Ok(())
 }
 
-/// Checks size, and content when the etag is a sha256 (as it is for LFS files).
-fn verify(file: &HubFile, remote: &Remote, part: &Path) -> Result<(), HubError> {
-    let io = |source: std::io::Error| HubError::Io {
+fn io_error(file: &HubFile, part: &Path, source: std::io::Error) -> HubError {
+    HubError::Io {
         file: file.file.clone(),
         dir: part
             .parent()
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
         source,
-    };
+    }
+}
+
+/// Checks size, and content when the etag is a sha256 (as it is for LFS files).
+fn verify(file: &HubFile, remote: &Remote, part: &Path) -> Result<(), HubError> {
+    let io = |source| io_error(file, part, source);
     let len = fs::metadata(part).map_err(io)?.len();
     let bad = |detail: String| {
         // A wrong file must not be resumed from.
