@@ -58,6 +58,12 @@ fn assert_terminal_restored(tmux: &Tmux, code: &str) -> String {
     screen
 }
 
+/// The first line of the message editor.
+fn editor(screen: &str) -> &str {
+    let mut lines = screen.lines().skip_while(|l| !l.starts_with("┌ message"));
+    lines.nth(1).unwrap_or("")
+}
+
 #[test]
 fn a_person_chats_switches_model_and_quits() {
     let _serial = serial();
@@ -96,6 +102,14 @@ fn a_person_chats_switches_model_and_quits() {
         first_line.chars().filter(|c| c.is_alphabetic()).count() > 2,
         "the answer has text: {first_line:?}\n{done}"
     );
+
+    // Up on the empty editor recalls the question; Down goes back to an empty editor.
+    tmux.keys(&["Up"]);
+    tmux.wait_for("the recalled question", QUICK, |s| {
+        editor(s).contains("What is the capital")
+    });
+    tmux.keys(&["Down"]);
+    tmux.wait_text("Ask anything", QUICK);
 
     // The picker lists both models; filtering and Enter load Gemma.
     tmux.keys(&["C-p"]);
@@ -139,6 +153,12 @@ fn a_person_chats_switches_model_and_quits() {
     assert!(second.contains("What is the capital of Italy?"), "{second}");
     assert!(stat(&second, "decode").unwrap_or(0.0) > 0.0, "{second}");
 
+    // A terminal too small gets a message; back to a good size, everything is redrawn.
+    tmux.run(&["resize-window", "-t", "chat", "-x", "44", "-y", "12"]);
+    tmux.wait_text("too small", QUICK);
+    tmux.run(&["resize-window", "-t", "chat", "-x", "120", "-y", "40"]);
+    tmux.wait_text("SmolLM2-135M-Instruct.Q4_1 · ", QUICK);
+
     tmux.keys(&["C-q"]);
     assert_terminal_restored(&tmux, "0");
 }
@@ -164,4 +184,20 @@ fn a_panic_restores_the_terminal_before_its_message() {
         screen.contains("TAPER_TEST_PANIC"),
         "the panic message is shown:\n{screen}"
     );
+}
+
+#[test]
+fn taper_alone_opens_the_model_picker() {
+    let _serial = serial();
+    let tmux = Tmux::start("bare", &shell_command(&home(), "", ""), 100, 30);
+    let picker = tmux.wait_text("Pick a model", LOAD);
+    let picker = match picker.contains("gemma-3-270m-q4_k_m") {
+        true => picker,
+        false => tmux.wait_text("gemma-3-270m-q4_k_m", QUICK),
+    };
+    assert!(picker.contains("SmolLM2-135M-Instruct.Q4_1"), "{picker}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_text("No model loaded", QUICK);
+    tmux.keys(&["C-q"]);
+    assert_terminal_restored(&tmux, "0");
 }

@@ -418,3 +418,23 @@ fn scrolling_up_stops_following_and_reaching_the_bottom_follows_again() {
     h.send(key(KeyCode::End));
     assert!(h.state.scroll.follow);
 }
+
+#[test]
+fn regenerating_after_a_model_switch_answers_with_the_new_model() {
+    let mut h = Harness::with_model();
+    let turn = h.ask("Hi").turn_id;
+    h.tokens(turn, &["Hello"]);
+    h.finish(turn, usage(5, 0, 1, StopReason::EndOfTurn));
+    h.send(Msg::Load(entry(GEMMA, "gemma3", "Q4_K", 2)));
+    h.engine(EngineEvent::Loaded {
+        info: info(GEMMA, "gemma3"),
+        notices: vec![],
+    });
+    let again = generate_of(&h.send(ctrl('r'))).expect("regenerate sends a request");
+    assert_eq!(again.messages, vec![Message::user("Hi")]);
+    let all = answers(&h);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].0, GEMMA);
+    // The switch notice stays in the chat.
+    assert!(notices(&h).iter().any(|(_, t)| t.contains("Switched to")));
+}

@@ -1,7 +1,9 @@
 //! The TUI's one loop, on a current-thread tokio runtime: `select!` over terminal input,
 //! the engine's events, model scans, signals and a frame timer. Everything pending is handled
 //! before drawing, and a frame is drawn at most every `frame` interval, only when something
-//! changed. Idle, the loop sleeps until input arrives; it never waits on the model.
+//! changed. While an answer streams, the engine's channel is drained once a frame instead of
+//! waking the loop for every token. Idle, the loop sleeps until input arrives; it never waits
+//! on the model.
 
 use super::scan::{self, ModelSources};
 use super::state::{ModelEntry, State};
@@ -82,6 +84,7 @@ pub async fn run(config: AppConfig) -> Result<()> {
     }
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
+    let mut last_tick: Option<Instant> = None;
     let mut last_memory: Option<Instant> = None;
     let mut engine_open = true;
 
@@ -121,12 +124,18 @@ pub async fn run(config: AppConfig) -> Result<()> {
                 panic!("TAPER_TEST_PANIC is set: panicking on purpose");
             }
         }
-        // Wake for the next frame when there is something to draw, or to refresh elapsed
-        // times while busy; otherwise only input or events wake the loop.
-        let wake = match last_draw {
-            Some(t) if dirty => Some(t + frame),
-            Some(t) if state.busy() => Some(t + BUSY_REFRESH.max(frame)),
-            _ => None,
+        // While an answer streams, its tokens are collected once a frame rather than waking
+        // the loop for each: every wake-up can pre-empt one of the model's spinning threads.
+        let polling = state.generating() && engine_open;
+        // Wake for the next frame when there is something to draw or to collect, or to
+        // refresh elapsed times while busy; otherwise only input or events wake the loop.
+        let since = last_draw.max(last_tick).unwrap_or(now);
+        let wake = if dirty || polling {
+            Some(since + frame)
+        } else if state.busy() {
+            Some(since + BUSY_REFRESH.max(frame))
+        } else {
+            None
         };
         let msg = tokio::select! {
             event = input.next() => match event {
@@ -134,7 +143,7 @@ pub async fn run(config: AppConfig) -> Result<()> {
                 Some(Err(e)) => return Err(e).context("cannot read the terminal"),
                 None => break,
             },
-            event = engine.events.recv(), if engine_open => match event {
+            event = engine.events.recv(), if engine_open && !polling => match event {
                 Some(event) => Some(Msg::Engine(event)),
                 None => {
                     engine_open = false;
@@ -147,8 +156,12 @@ pub async fn run(config: AppConfig) -> Result<()> {
             _ = hangup.recv() => break,
             _ = interrupt.recv() => break,
             _ = sleep_until(wake.unwrap_or(now).into()), if wake.is_some() => {
-                dirty = true;
-                Some(Msg::Tick)
+                let now = Instant::now();
+                last_tick = Some(now);
+                // Elapsed times and the spinner move a few times a second; tokens collected
+                // below mark the frame dirty themselves.
+                let refresh = !polling || last_draw.is_none_or(|t| now >= t + BUSY_REFRESH);
+                refresh.then_some(Msg::Tick)
             }
         };
         if let Some(msg) = msg {
@@ -162,10 +175,17 @@ pub async fn run(config: AppConfig) -> Result<()> {
         // Drain what else the engine has sent, so a burst of tokens costs one frame.
         while engine_open {
             match engine.events.try_recv() {
-                Ok(event) => effects.extend(update(&mut state, Msg::Engine(event), Instant::now())),
+                Ok(event) => {
+                    dirty = true;
+                    if !matches!(event, EngineEvent::Token { .. }) {
+                        last_memory = None;
+                    }
+                    effects.extend(update(&mut state, Msg::Engine(event), Instant::now()));
+                }
                 Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
                 Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
                     engine_open = false;
+                    dirty = true;
                     effects.extend(update(&mut state, Msg::EngineStopped, Instant::now()));
                 }
             }

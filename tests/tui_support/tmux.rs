@@ -102,11 +102,17 @@ impl Drop for Tmux {
 /// status and the terminal's line discipline (`icanon`/`echo`, or `-icanon`/`-echo` if raw
 /// mode was left on), and a pause so the pane stays readable.
 pub fn shell_command(home: &str, env: &str, args: &str) -> String {
-    let bin = env!("CARGO_BIN_EXE_taper");
+    let bin = binary();
     format!(
         "TAPER_HOME='{home}' {env} '{bin}' {args}; echo \"EXITED $?\"; \
          echo \"TTY $(stty -a | grep -ow -- '-\\?icanon\\|-\\?echo' | tr '\\n' ' ')\"; sleep 600"
     )
+}
+
+/// The binary under test: this build's, or `TAPER_TEST_BIN` (e.g. a copy kept still while
+/// a measurement runs).
+pub fn binary() -> String {
+    std::env::var("TAPER_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_taper").to_string())
 }
 
 /// The `value` after `label` on a stats panel row, e.g. `decode   54.1 tok/s` -> 54.1.

@@ -157,8 +157,8 @@ impl Conversation {
         out
     }
 
-    /// For regenerate: removes the last answer (and the notices after it). True when the
-    /// conversation then ends with a question to answer.
+    /// For regenerate: removes the last answer (notices after it stay, e.g. a model switch).
+    /// True when the conversation then ends with a question to answer.
     pub fn drop_last_answer(&mut self) -> bool {
         let Some(last) = self
             .entries
@@ -176,7 +176,7 @@ impl Conversation {
             ..
         } = &self.entries[last].body
         {
-            self.entries.truncate(last);
+            self.entries.remove(last);
         }
         matches!(
             self.entries.iter().rev().find_map(|e| match &e.body {

@@ -58,13 +58,20 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
             "Looking for models…".to_string()
         } else if p.entries.is_empty() {
             format!(
-                "No models in {}. Put .gguf files there, or start with -m PATH.",
+                "No models in {}. Put .gguf files there, run `taper models pull NAME`, \
+                 or start with -m PATH.",
                 p.models_dir.display()
             )
         } else {
             "No model matches the filter.".to_string()
         };
-        lines.push(Line::from(Span::styled(format!(" {text}"), theme::dim())));
+        let text = Paragraph::new(Span::styled(text, theme::dim())).wrap(Wrap { trim: true });
+        let area = Rect {
+            x: list_area.x + 1,
+            width: list_area.width.saturating_sub(2),
+            ..list_area
+        };
+        frame.render_widget(text, area);
     }
     // Keep the selection in view.
     let height = list_area.height as usize;
