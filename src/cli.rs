@@ -66,11 +66,11 @@ pub struct ModelArgs {
     pub tokenizer: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct AskArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Most tokens to generate [default: 1024].
+/// Sampling flags shared by `ask` and `chat`; an unset one falls back to the config file, then
+/// to the built-in default.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SamplingArgs {
+    /// Most tokens in one answer [default: 1024].
     #[arg(short = 'n', long = "max-tokens")]
     pub max_tokens: Option<usize>,
     /// 0 picks the most likely token every time (greedy) [default: 0.7].
@@ -91,6 +91,34 @@ pub struct AskArgs {
     /// Same seed, same answer.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    /// Flags over the config over the defaults.
+    pub fn params(&self, config: &Config) -> SamplingParams {
+        let defaults = config.sampling();
+        SamplingParams {
+            temperature: self.temperature.unwrap_or(defaults.temperature),
+            top_k: self.top_k.unwrap_or(defaults.top_k),
+            top_p: self.top_p.unwrap_or(defaults.top_p),
+            min_p: self.min_p.unwrap_or(defaults.min_p),
+            repeat_penalty: self.repeat_penalty.unwrap_or(defaults.repeat_penalty),
+            seed: self.seed.or(defaults.seed),
+            ..defaults
+        }
+    }
+
+    pub fn max_tokens(&self, config: &Config) -> usize {
+        self.max_tokens.unwrap_or(config.max_tokens())
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
@@ -280,16 +308,7 @@ fn ask(args: AskArgs, config: &Config) -> Result<()> {
         messages.push(Message::system(system));
     }
     messages.push(Message::user(prompt));
-    let defaults = config.sampling();
-    let sampling = SamplingParams {
-        temperature: args.temperature.unwrap_or(defaults.temperature),
-        top_k: args.top_k.unwrap_or(defaults.top_k),
-        top_p: args.top_p.unwrap_or(defaults.top_p),
-        min_p: args.min_p.unwrap_or(defaults.min_p),
-        repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
-        seed: args.seed.or(defaults.seed),
-        ..defaults
-    };
+    let sampling = args.sampling.params(config);
 
     let mut engine = EngineHandle::spawn()?;
     engine.send(EngineCommand::Load(LoadRequest {
@@ -319,7 +338,7 @@ fn ask(args: AskArgs, config: &Config) -> Result<()> {
         messages,
         raw: args.raw,
         sampling,
-        max_tokens: args.max_tokens.unwrap_or(config.max_tokens()),
+        max_tokens: args.sampling.max_tokens(config),
     }))?;
     let mut out = std::io::stdout().lock();
     let usage = loop {

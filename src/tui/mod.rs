@@ -25,7 +25,6 @@ pub use update::{update, Effect, Msg};
 
 use crate::cli;
 use crate::config::Config;
-use crate::engine::sampler::SamplingParams;
 use anyhow::{bail, Result};
 use clap::Args;
 use std::io::IsTerminal;
@@ -42,27 +41,8 @@ pub struct ChatArgs {
     /// model picker opens (unless the config names a default model).
     #[arg(short, long)]
     pub model: Option<String>,
-    /// Most tokens in one answer [default: 1024].
-    #[arg(short = 'n', long = "max-tokens")]
-    pub max_tokens: Option<usize>,
-    /// 0 picks the most likely token every time (greedy) [default: 0.7].
-    #[arg(long)]
-    pub temperature: Option<f32>,
-    /// Keep only the K most likely tokens, 0 = off [default: 40].
-    #[arg(long)]
-    pub top_k: Option<usize>,
-    /// Keep the most likely tokens up to this total probability, 1 = off [default: 0.95].
-    #[arg(long)]
-    pub top_p: Option<f32>,
-    /// Drop tokens less likely than this fraction of the best one, 0 = off [default: 0.05].
-    #[arg(long)]
-    pub min_p: Option<f32>,
-    /// Penalise recently seen tokens, 1 = off [default: 1.1].
-    #[arg(long)]
-    pub repeat_penalty: Option<f32>,
-    /// Same seed, same answers.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub sampling: cli::SamplingArgs,
     /// The system prompt (editable in the TUI with Ctrl+S).
     #[arg(long)]
     pub system: Option<String>,
@@ -99,22 +79,13 @@ pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
         }
         None => None,
     };
-    let defaults = config.sampling();
     let settings = state::Settings {
         system_prompt: args
             .system
             .or_else(|| config.system_prompt.clone())
             .unwrap_or_default(),
-        sampling: SamplingParams {
-            temperature: args.temperature.unwrap_or(defaults.temperature),
-            top_k: args.top_k.unwrap_or(defaults.top_k),
-            top_p: args.top_p.unwrap_or(defaults.top_p),
-            min_p: args.min_p.unwrap_or(defaults.min_p),
-            repeat_penalty: args.repeat_penalty.unwrap_or(defaults.repeat_penalty),
-            seed: args.seed.or(defaults.seed),
-            ..defaults
-        },
-        max_tokens: args.max_tokens.unwrap_or(config.max_tokens()),
+        sampling: args.sampling.params(config),
+        max_tokens: args.sampling.max_tokens(config),
     };
     let context_size = args.ctx_size.unwrap_or(config.context_size());
     let state = State::new(settings, context_size, models_dir, Instant::now());
