@@ -1,0 +1,162 @@
+//! `taper ask` (one streamed answer) and `taper tokenize` (token ids as JSON).
+
+use super::{resolve, set_threads, ModelArgs, SamplingArgs};
+use crate::chat::Message;
+use crate::config::Config;
+use crate::engine::gguf::GgufHeader;
+use crate::engine::tokenizer::TextTokenizer;
+use crate::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
+use crate::stats::{self, human_bytes, Usage};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use std::io::{Read, Write};
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// A system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Send the prompt as is, without the chat template (for base models).
+    #[arg(long)]
+    pub raw: bool,
+    /// KV-cache size in tokens, capped at the model's own context [default: 4096].
+    #[arg(long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// Compute threads (default: the physical cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print usage figures to stderr when done.
+    #[arg(long)]
+    pub stats: bool,
+    /// The prompt; none, or "-", reads stdin.
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenizeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    pub text: String,
+}
+
+fn read_prompt(prompt: Option<String>) -> Result<String> {
+    match prompt.as_deref() {
+        Some("-") | None => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the prompt from stdin")?;
+            Ok(text)
+        }
+        Some(p) => Ok(p.to_string()),
+    }
+}
+
+pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
+    set_threads(args.threads.or(config.threads))?;
+    let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    let prompt = read_prompt(args.prompt)?;
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty");
+    }
+    let mut messages = Vec::new();
+    if let Some(system) = args.system.or_else(|| config.system_prompt.clone()) {
+        messages.push(Message::system(system));
+    }
+    messages.push(Message::user(prompt));
+    let sampling = args.sampling.params(config);
+
+    let mut engine = EngineHandle::spawn()?;
+    engine.send(EngineCommand::Load(LoadRequest {
+        model_path,
+        tokenizer_json: args
+            .model
+            .tokenizer
+            .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
+        context_size: args.ctx_size.unwrap_or(config.context_size()),
+        chat_template: user_model.and_then(|m| m.chat_template),
+    }))?;
+    let info = loop {
+        match engine.recv_blocking() {
+            Some(EngineEvent::Loaded { info, notices }) => {
+                for notice in notices {
+                    eprintln!("taper: {notice}");
+                }
+                break info;
+            }
+            Some(EngineEvent::Failed { message, .. }) => bail!("{message}"),
+            Some(_) => continue,
+            None => bail!("the engine stopped while loading"),
+        }
+    };
+    engine.send(EngineCommand::Generate(GenerateRequest {
+        turn_id: 1,
+        messages,
+        raw: args.raw,
+        sampling,
+        max_tokens: args.sampling.max_tokens(config),
+    }))?;
+    let mut out = std::io::stdout().lock();
+    let usage = loop {
+        match engine.recv_blocking() {
+            Some(EngineEvent::Token { text, .. }) => {
+                out.write_all(text.as_bytes())?;
+                out.flush()?;
+            }
+            Some(EngineEvent::Finished { usage, .. }) => break usage,
+            Some(EngineEvent::Failed { message, .. }) => bail!("{message}"),
+            Some(_) => continue,
+            None => return Err(anyhow!("the engine stopped while generating")),
+        }
+    };
+    writeln!(out)?;
+    if usage.dropped_messages > 0 {
+        eprintln!(
+            "taper: left out the {} oldest messages to fit the context",
+            usage.dropped_messages
+        );
+    }
+    if args.stats {
+        eprintln!("{}", stats_line(&usage, info.load_s, info.threads));
+    }
+    Ok(())
+}
+
+/// The one-line summary `--stats` prints.
+pub fn stats_line(usage: &Usage, load_s: f64, threads: usize) -> String {
+    let peak = stats::peak_rss_bytes()
+        .map(human_bytes)
+        .unwrap_or_else(|| "n/a".into());
+    format!(
+        "prompt {} tok (cached {}) | prefill {:.1} tok/s | ttft {:.3} s | generated {} tok | \
+         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | threads {threads}",
+        usage.prompt_tokens,
+        usage.cached_tokens,
+        usage.prefill_tok_s(),
+        usage.ttft_s,
+        usage.generated_tokens,
+        usage.decode_tok_s(),
+        load_s,
+    )
+}
+
+pub(super) fn tokenize(args: TokenizeArgs, config: &Config) -> Result<()> {
+    let (path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    let header = GgufHeader::read(&path)?;
+    let json = args
+        .model
+        .tokenizer
+        .or_else(|| user_model.and_then(|m| m.tokenizer));
+    let tokenizer = match &json {
+        Some(json) => TextTokenizer::from_tokenizer_json(json, &header),
+        None => TextTokenizer::from_gguf(&header),
+    }
+    .with_context(|| format!("{}: tokenizer", path.display()))?;
+    let ids = tokenizer.encode(&args.text)?;
+    println!("{}", serde_json::to_string(&ids)?);
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `taper bench`: its flags, and turning them into the bench module's options.
+
+use super::{resolve, set_threads};
+use crate::bench;
+use crate::config::Config;
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A model to measure: a .gguf path, a model name or a downloaded catalogue entry.
+    /// Repeat to compare models in one run.
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// Measure a catalogue entry you do not have (e.g. qwen3-4b): a temporary GGUF with random
+    /// weights and exactly that model's shape and quantization. Results are marked shape-only.
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// Prompt lengths whose prefill speed is measured.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "128,512",
+        value_name = "N,N"
+    )]
+    pub prompt_tokens: Vec<usize>,
+    /// Greedy tokens generated for the decode speed.
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub gen_tokens: usize,
+    /// Measured runs per model, after one warm-up; figures are medians with min–max.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub runs: usize,
+    /// Compute threads; a list (1,2,4) measures each [default: the config's, else the engine's].
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub threads: Vec<usize>,
+    /// KV-cache size in tokens (raised to what the prompts need) [default: 4096].
+    #[arg(long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// Print a JSON array: one record per model and thread count.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print a Markdown section (machine, settings, table), as in the README.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Keep the shape-only GGUF here (a directory with several --shape), e.g. to compare with
+    /// llama.cpp's llama-bench.
+    #[arg(long, value_name = "PATH")]
+    pub keep_shape_file: Option<PathBuf>,
+    /// Internal: measure the one model given with -m in this process, print a JSON report.
+    #[arg(long, hide = true)]
+    pub measure_one: bool,
+}
+
+pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
+    let mut targets = Vec::new();
+    for arg in &args.models {
+        targets.push(bench_target(arg, config)?);
+    }
+    for name in &args.shapes {
+        targets.push(bench::Target::Shape(crate::catalog::lookup(name)?));
+    }
+    if targets.is_empty() {
+        let (path, _) = resolve(None, config)?;
+        targets.push(bench::Target::File {
+            name: file_label(&path),
+            path,
+        });
+    }
+    let threads = if args.threads.is_empty() {
+        vec![config.threads]
+    } else {
+        args.threads.iter().map(|&n| Some(n)).collect()
+    };
+    let format = if args.json {
+        bench::Format::Json
+    } else if args.markdown {
+        bench::Format::Markdown
+    } else {
+        bench::Format::Table
+    };
+    // Each length once, in the order given.
+    let mut prompt_tokens = args.prompt_tokens.clone();
+    let mut seen = std::collections::HashSet::new();
+    prompt_tokens.retain(|n| seen.insert(*n));
+    bench::run(&bench::BenchOptions {
+        targets,
+        threads,
+        runs: args.runs,
+        prompt_tokens,
+        gen_tokens: args.gen_tokens,
+        context_size: args.ctx_size.unwrap_or(config.context_size()),
+        format,
+        keep_shape_file: args.keep_shape_file,
+    })
+}
+
+/// A `-m` argument for the bench: a file or model name, or a downloaded catalogue entry.
+fn bench_target(arg: &str, config: &Config) -> Result<bench::Target> {
+    let entry = crate::catalog::find(arg);
+    match resolve(Some(arg), config) {
+        Ok((path, _)) => {
+            let name = match entry {
+                Some(entry) if !std::path::Path::new(arg).is_file() => entry.name.clone(),
+                _ => file_label(&path),
+            };
+            Ok(bench::Target::File { name, path })
+        }
+        // A catalogue model that is not downloaded can still be measured by its shape.
+        Err(e) => match entry {
+            Some(entry) if entry.supported => Err(anyhow!(
+                "{e:#}; or measure a file of its shape without the download: \
+                 `taper bench --shape {}`",
+                entry.name
+            )),
+            _ => Err(e),
+        },
+    }
+}
+
+fn file_label(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// The hidden child of `taper bench`: one model (a path), one thread count.
+pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
+    if args.threads.len() > 1 {
+        bail!("--measure-one takes one thread count");
+    }
+    // Before any candle work: the thread pools read these once.
+    set_threads(args.threads.first().copied())?;
+    let [path] = args.models.as_slice() else {
+        bail!("--measure-one takes exactly one -m PATH");
+    };
+    bench::measure_one(&bench::measure::MeasureOptions {
+        path: PathBuf::from(path),
+        runs: args.runs.max(1),
+        prompt_tokens: args.prompt_tokens.clone(),
+        gen_tokens: args.gen_tokens,
+        context_size: args.ctx_size.unwrap_or(crate::config::DEFAULT_CONTEXT_SIZE),
+    })
+}

@@ -1,0 +1,181 @@
+//! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
+//! `taper tokenize`, `taper models` and `taper bench`; the flags they share and model lookup.
+
+mod ask;
+mod bench;
+mod models;
+
+pub use ask::{stats_line, AskArgs, TokenizeArgs};
+pub use bench::BenchArgs;
+pub use models::{ModelsAction, ModelsArgs};
+
+use crate::config::{Config, UserModel};
+use crate::engine::sampler::SamplingParams;
+use crate::paths;
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "taper",
+    version,
+    about = "Chat with small language models on the CPU"
+)]
+pub struct Cli {
+    /// Read settings from this file instead of the config directory's config.toml.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Without a command: the full-screen chat (`taper chat`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The full-screen chat (the default command).
+    Chat(crate::tui::ChatArgs),
+    /// Stream one answer to stdout.
+    Ask(AskArgs),
+    /// Print the token ids of TEXT as a JSON array (no BOS added).
+    Tokenize(TokenizeArgs),
+    /// Measure cold start, time to first token, prefill and decode speed and peak memory.
+    Bench(BenchArgs),
+    /// The catalogue and the local models; `models pull NAME` downloads one.
+    Models(ModelsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// A path to a .gguf file, or the name of one in the models directory.
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// A tokenizer.json to use instead of the vocabulary inside the GGUF.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+}
+
+/// Sampling flags shared by `ask` and `chat`; an unset one falls back to the config file, then
+/// to the built-in default.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SamplingArgs {
+    /// Most tokens in one answer [default: 1024].
+    #[arg(short = 'n', long = "max-tokens")]
+    pub max_tokens: Option<usize>,
+    /// 0 picks the most likely token every time (greedy) [default: 0.7].
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Keep only the K most likely tokens, 0 = off [default: 40].
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Keep the most likely tokens up to this total probability, 1 = off [default: 0.95].
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Drop tokens less likely than this fraction of the best one, 0 = off [default: 0.05].
+    #[arg(long)]
+    pub min_p: Option<f32>,
+    /// Penalise recently seen tokens, 1 = off [default: 1.1].
+    #[arg(long)]
+    pub repeat_penalty: Option<f32>,
+    /// Same seed, same answer.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    /// Flags over the config over the defaults.
+    pub fn params(&self, config: &Config) -> SamplingParams {
+        let defaults = config.sampling();
+        SamplingParams {
+            temperature: self.temperature.unwrap_or(defaults.temperature),
+            top_k: self.top_k.unwrap_or(defaults.top_k),
+            top_p: self.top_p.unwrap_or(defaults.top_p),
+            min_p: self.min_p.unwrap_or(defaults.min_p),
+            repeat_penalty: self.repeat_penalty.unwrap_or(defaults.repeat_penalty),
+            seed: self.seed.or(defaults.seed),
+            ..defaults
+        }
+    }
+
+    pub fn max_tokens(&self, config: &Config) -> usize {
+        self.max_tokens.unwrap_or(config.max_tokens())
+    }
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    if let Some(Command::Bench(args)) = &cli.command {
+        if args.measure_one {
+            // The measuring child: its parent resolved everything and it needs no config.
+            return bench::bench_measure_one(args);
+        }
+    }
+    let config = match &cli.config {
+        Some(path) => Config::load(path, true)?,
+        None => Config::load(&paths::config_file(), false)?,
+    };
+    match cli.command {
+        None => crate::tui::run(Default::default(), &config),
+        Some(Command::Chat(args)) => crate::tui::run(args, &config),
+        Some(Command::Ask(args)) => ask::ask(args, &config),
+        Some(Command::Tokenize(args)) => ask::tokenize(args, &config),
+        Some(Command::Bench(args)) => bench::bench(args, &config),
+        Some(Command::Models(args)) => models::models(args, &config),
+    }
+}
+
+/// The model file for `-m` (or the config's default model), and the config's extras for it.
+pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<UserModel>)> {
+    let name = arg.or(config.default_model.as_deref());
+    let hub = crate::hub::HubConfig::from_env();
+    if let Some(user) = name.and_then(|n| config.user_model(n)) {
+        let path = match (&user.path, &user.repo, &user.file) {
+            (Some(path), _, _) => paths::expand_home(path),
+            (None, Some(repo), Some(file)) => crate::hub::HubFile::new(repo, file)
+                .cached(&hub)
+                .ok_or_else(|| not_downloaded(&user.name))?,
+            _ => bail!("model {:?} in the config has no path", user.name),
+        };
+        return Ok((path, Some(user.clone())));
+    }
+    let dir = models_dir(config);
+    match paths::resolve_model(name, &dir) {
+        Ok(path) => Ok((path, None)),
+        // Not a file and not in the models directory: perhaps a catalogue name.
+        Err(err) => match name.and_then(crate::catalog::find) {
+            Some(entry) if !entry.supported => {
+                bail!(
+                    "{} can't run in taper yet: {}",
+                    entry.name,
+                    entry.unsupported_reason
+                )
+            }
+            Some(entry) => crate::models::catalog_path(entry, &hub)
+                .map(|path| (path, None))
+                .ok_or_else(|| not_downloaded(&entry.name)),
+            None => Err(err),
+        },
+    }
+}
+
+fn not_downloaded(name: &str) -> anyhow::Error {
+    anyhow!(
+        "{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)"
+    )
+}
+
+pub fn models_dir(config: &Config) -> PathBuf {
+    crate::models::models_dir(config)
+}
+
+/// Sets candle's compute threads; must run before the engine computes anything.
+pub fn set_threads(threads: Option<usize>) -> Result<()> {
+    if let Some(n) = threads {
+        if n == 0 {
+            bail!("--threads must be at least 1");
+        }
+        // candle reads these once, when its thread pools start.
+        std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
+        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
+    }
+    Ok(())
+}
