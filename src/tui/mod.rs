@@ -13,6 +13,7 @@
 //! and candle's barrier spin limit stays at its default (lowering it slowed decoding).
 
 pub mod app;
+mod downloads;
 pub mod keymap;
 pub mod scan;
 pub mod state;

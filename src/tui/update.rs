@@ -2,6 +2,7 @@
 //! carry out (commands for the engine, a cancel, a model scan). No I/O and no terminal here,
 //! so every behaviour is a unit test away (tests/tui_update.rs).
 
+use super::downloads;
 use super::keymap::{self, Action};
 use super::state::{AnswerStatus, Field, ModelEntry, NoticeLevel, Overlay, State};
 use crate::engine::{EngineCommand, EngineEvent, GenerateRequest, LoadRequest};
@@ -101,45 +102,11 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
             state.stats.rss = rss;
             state.stats.peak_rss = peak;
         }
-        Msg::DownloadProgress { done, total } => {
-            if let Some(d) = &mut state.model.download {
-                d.done = done;
-                d.total = total;
-            }
-        }
-        Msg::Downloaded(path) => {
-            if let Some(d) = state.model.download.take() {
-                let mut entry = super::scan::describe(&path);
-                entry.name = d.entry.name;
-                fx.push(Effect::ScanModels);
-                load(state, entry, &mut fx);
-            }
-        }
-        Msg::DownloadFailed(why) => {
-            if state.model.download.take().is_some() {
-                state.conversation.push_notice(NoticeLevel::Error, why);
-            }
+        Msg::DownloadProgress { .. } | Msg::Downloaded(_) | Msg::DownloadFailed(_) => {
+            downloads::message(state, msg, &mut fx)
         }
     }
     fx
-}
-
-/// Starts downloading a catalogue model; it is loaded when it arrives.
-fn start_download(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
-    let Some(file) = entry.download.clone() else {
-        return;
-    };
-    if state.model.download.is_some() {
-        state.status = Some("A download is already running (Esc stops it)".into());
-        return;
-    }
-    state.model.download = Some(super::state::Download {
-        total: entry.file_size,
-        done: 0,
-        entry,
-        started: state.now,
-    });
-    fx.push(Effect::Download(file));
 }
 
 fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
@@ -187,7 +154,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
             if let Some(entry) = state.picker.selected_entry().cloned() {
                 state.overlay = Overlay::None;
                 if entry.download.is_some() {
-                    start_download(state, entry, fx);
+                    downloads::start(state, entry, fx);
                 } else {
                     load(state, entry, fx);
                 }
@@ -312,7 +279,7 @@ fn regenerate(state: &mut State, fx: &mut Vec<Effect>) {
 }
 
 /// Loads `entry`, stopping any generation first; the conversation stays.
-fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
+pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
     if !state.engine_alive {
         state.status = Some("The engine stopped; restart taper".into());
         return;
