@@ -16,6 +16,16 @@ fn config(server: &HubServer, cache: &std::path::Path) -> HubConfig {
     }
 }
 
+/// A config for a hub nobody answers at.
+fn no_server(endpoint: String, cache: &std::path::Path, offline: bool) -> HubConfig {
+    HubConfig {
+        endpoint,
+        cache_dir: cache.to_path_buf(),
+        token: None,
+        offline,
+    }
+}
+
 #[test]
 fn a_download_reports_progress_and_lands_in_the_standard_cache_layout() {
     let server = HubServer::start();
@@ -162,12 +172,7 @@ fn a_server_that_is_down_is_reported_as_unreachable() {
         .unwrap()
         .port();
     let cache = tempfile::tempdir().unwrap();
-    let cfg = HubConfig {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        cache_dir: cache.path().to_path_buf(),
-        token: None,
-        offline: false,
-    };
+    let cfg = no_server(format!("http://127.0.0.1:{port}"), cache.path(), false);
     let err = download(
         &cfg,
         &HubFile::new("org/tiny", "model.gguf"),
@@ -182,12 +187,7 @@ fn a_server_that_is_down_is_reported_as_unreachable() {
 #[test]
 fn offline_mode_without_a_cached_copy_says_what_to_do() {
     let cache = tempfile::tempdir().unwrap();
-    let cfg = HubConfig {
-        endpoint: "http://127.0.0.1:1".into(),
-        cache_dir: cache.path().to_path_buf(),
-        token: None,
-        offline: true,
-    };
+    let cfg = no_server("http://127.0.0.1:1".into(), cache.path(), true);
     let err = download(
         &cfg,
         &HubFile::new("org/tiny", "model.gguf"),
@@ -201,12 +201,7 @@ fn offline_mode_without_a_cached_copy_says_what_to_do() {
 #[test]
 fn file_names_that_escape_the_cache_are_refused() {
     let cache = tempfile::tempdir().unwrap();
-    let cfg = HubConfig {
-        endpoint: "http://127.0.0.1:1".into(),
-        cache_dir: cache.path().to_path_buf(),
-        token: None,
-        offline: false,
-    };
+    let cfg = no_server("http://127.0.0.1:1".into(), cache.path(), false);
     let err = download(
         &cfg,
         &HubFile::new("org/tiny", "../../evil"),

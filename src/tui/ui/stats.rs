@@ -118,6 +118,18 @@ fn height(row: &Row) -> u16 {
     }
 }
 
+/// Name, architecture, quantization, size and load time, for the model loading or loaded.
+fn model_rows(rows: &mut Vec<Row>, facts: (&String, &String, &String, u64, u64), load: String) {
+    let (name, arch, quant, file_size, parameters) = facts;
+    let plain = Style::default();
+    rows.push(text(0, Line::styled(name.clone(), theme::model_label())));
+    rows.push(field(3, "arch", arch.clone(), plain));
+    rows.push(field(3, "quant", quant.clone(), plain));
+    let size = format!("{} · {} params", human_bytes(file_size), params(parameters));
+    rows.push(field(3, "size", size, plain));
+    rows.push(field(2, "load", load, plain));
+}
+
 fn rows(state: &State) -> Vec<Row> {
     let plain = Style::default();
     let mut rows = Vec::new();
@@ -125,31 +137,24 @@ fn rows(state: &State) -> Vec<Row> {
     match (&state.model.loading, &state.model.loaded) {
         (Some(loading), _) => {
             let e = &loading.entry;
-            rows.push(text(0, Line::styled(e.name.clone(), theme::model_label())));
-            rows.push(field(3, "arch", e.architecture.clone(), plain));
-            rows.push(field(3, "quant", e.quantization.clone(), plain));
-            let size = format!(
-                "{} · {} params",
-                human_bytes(e.file_size),
-                params(e.parameters)
+            let facts = (
+                &e.name,
+                &e.architecture,
+                &e.quantization,
+                e.file_size,
+                e.parameters,
             );
-            rows.push(field(3, "size", size, plain));
-            rows.push(field(2, "load", "…", plain));
+            model_rows(&mut rows, facts, "…".into());
         }
         (None, Some(info)) => {
-            rows.push(text(
-                0,
-                Line::styled(info.name.clone(), theme::model_label()),
-            ));
-            rows.push(field(3, "arch", info.architecture.clone(), plain));
-            rows.push(field(3, "quant", info.quantization.clone(), plain));
-            let size = format!(
-                "{} · {} params",
-                human_bytes(info.file_size),
-                params(info.parameters)
+            let facts = (
+                &info.name,
+                &info.architecture,
+                &info.quantization,
+                info.file_size,
+                info.parameters,
             );
-            rows.push(field(3, "size", size, plain));
-            rows.push(field(2, "load", format!("{:.2} s", info.load_s), plain));
+            model_rows(&mut rows, facts, format!("{:.2} s", info.load_s));
         }
         (None, None) => {
             rows.push(text(0, Line::styled("no model", theme::dim())));
