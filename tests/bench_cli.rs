@@ -191,19 +191,6 @@ fn a_kept_shape_file_and_markdown_at_two_thread_counts() {
 }
 
 #[test]
-fn gemma4_shapes_are_refused_clearly() {
-    let home = tempfile::tempdir().unwrap();
-    let out = bench(&["--shape", "gemma4-e4b", "--runs", "1"], home.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("gemma4") && stderr.contains("cannot run"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-}
-
-#[test]
 fn names_that_are_not_models_say_what_to_do() {
     let home = tempfile::tempdir().unwrap();
     let out = bench(&["--shape", "gpt-5"], home.path());

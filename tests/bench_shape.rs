@@ -192,6 +192,43 @@ fn a_gemma3_shape_has_sandwich_norms_and_a_sliding_window() {
 }
 
 #[test]
+fn a_gemma4_shape_has_shared_kv_layers_and_per_layer_inputs() {
+    let extra = "qk_norm = true\nsliding_window = 8\nrope_local_theta = 10000.0\n\
+        global_head_dim = 512\nglobal_rope_dim = 128\nper_layer_embedding_dim = 256\n\
+        kv_shared_layers = 2\nglobal_layers = [2, 5]\nffn_per_layer = [512, 512, 512, 512, 1024, 1024]\n\
+        final_logit_softcap = 30.0";
+    let quant = format!(
+        "{SEPARATE}per_layer_token_embd = \"Q4_K\"\nper_layer_model_proj = \"Q8_0\"\n\
+         per_layer_inp_gate = \"Q4_K\"\nper_layer_proj = \"Q4_K\"\n"
+    );
+    let mut shape = tiny_shape(extra, &quant);
+    shape.layers = 6;
+    shape.heads = 2;
+    shape.kv_heads = 1;
+    shape.head_dim = 256;
+    shape.rope_dim = 256;
+    let h = write_load_and_run("tiny-gemma4", "gemma4", &shape);
+    // Layers 4 and 5 are KV-shared: queries only.
+    assert!(h.tensor("blk.3.attn_k.weight").is_some());
+    assert!(h.tensor("blk.4.attn_k.weight").is_none());
+    assert!(h.tensor("blk.5.attn_v.weight").is_none());
+    assert_eq!(
+        h.tensor("blk.5.attn_q.weight").unwrap().dims,
+        [256, 2 * 512]
+    );
+    assert_eq!(h.tensor("blk.4.ffn_up.weight").unwrap().dims, [256, 1024]);
+    assert_eq!(
+        h.tensor("per_layer_token_embd.weight").unwrap().dims,
+        [6 * 256, 320]
+    );
+    let pattern = h
+        .get_array("gemma4.attention.sliding_window_pattern")
+        .unwrap();
+    assert_eq!(pattern[2], MetaValue::Bool(false));
+    assert_eq!(pattern[3], MetaValue::Bool(true));
+}
+
+#[test]
 fn an_impossible_quant_mix_is_a_clear_error() {
     let mut shape = tiny_shape("", SEPARATE);
     shape.hidden = 320; // Q4_K rows must be multiples of 256

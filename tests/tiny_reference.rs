@@ -11,6 +11,8 @@ struct Reference {
     tokens: Vec<u32>,
     logits: Vec<Vec<f32>>,
     greedy: Vec<u32>,
+    /// Logits at each greedy step (llama.cpp's own quantized run only).
+    greedy_step_logits: Option<Vec<Vec<f32>>>,
     context: usize,
 }
 
@@ -33,22 +35,26 @@ fn reference(json_name: &str, use_dequantized_twin: bool) -> (Reference, String)
     } else {
         ("logits", "greedy_continuation")
     };
-    let logits = v[logits_key]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| {
-            row.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
-        .collect();
+    let matrix = |v: &Value| -> Vec<Vec<f32>> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                row.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap() as f32)
+                    .collect()
+            })
+            .collect()
+    };
     let r = Reference {
         tokens: ids(&v["tokens"]),
-        logits,
+        logits: matrix(&v[logits_key]),
         greedy: ids(&v[greedy_key]),
+        greedy_step_logits: (!use_dequantized_twin)
+            .then(|| v.get("greedy_step_logits").map(matrix))
+            .flatten(),
         context: v["run"]["n_ctx_requested"].as_u64().unwrap() as usize,
     };
     (r, v["model_file"].as_str().unwrap().to_string())
@@ -99,8 +105,16 @@ fn check(json_name: &str, twin: bool, tol: f32) {
     // Greedy continuation from the batched state.
     let mut next = argmax(batched.last().unwrap());
     let mut greedy = vec![next];
-    for _ in 1..r.greedy.len() {
+    for step in 1..r.greedy.len() {
         let l = m.forward(&[next], false).unwrap().to_vec2::<f32>().unwrap();
+        if let Some(want) = &r.greedy_step_logits {
+            let d = max_diff(&l[0], &want[step]);
+            worst = worst.max(d);
+            assert!(
+                d <= tol,
+                "{json_name}: logits at greedy step {step} differ by {d} > {tol}"
+            );
+        }
         next = argmax(&l[0]);
         greedy.push(next);
     }
@@ -114,6 +128,23 @@ fn check(json_name: &str, twin: bool, tol: f32) {
         assert!(
             d <= tol,
             "{json_name}: incremental logits at position {pos} differ by {d} > {tol}"
+        );
+    }
+    // Cache reuse: keep the first 13 positions (past gemma's window of 8) and re-read the rest.
+    let keep = 13;
+    m.truncate_cache(keep);
+    let reread = m
+        .forward(&r.tokens[keep..], true)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
+    for (i, got) in reread.iter().enumerate() {
+        let d = max_diff(got, &r.logits[keep + i]);
+        worst = worst.max(d);
+        assert!(
+            d <= tol,
+            "{json_name}: logits at position {} after truncate-and-reuse differ by {d} > {tol}",
+            keep + i
         );
     }
     eprintln!("{json_name}: max |Δ| {worst:.2e} (tolerance {tol:.0e})");
@@ -152,6 +183,14 @@ fn phi4_mini_style_phi3_matches_llama_cpp_with_long_factors() {
 #[test]
 fn gemma3_f32_matches_llama_cpp() {
     check("gemma3_f32.json", false, 1e-3);
+}
+
+/// Per-layer inputs, shared-KV layers, per-layer head sizes and FFN widths, V norm,
+/// proportional RoPE, layer output scales, final softcapping. 2e-2 is the README's tolerance
+/// for an exact tanh GELU (llama.cpp's GELU goes through an f16 table).
+#[test]
+fn gemma4_f32_matches_llama_cpp() {
+    check("gemma4_f32.json", false, 2e-2);
 }
 
 // Quantized files: candle, like ggml, quantizes activations before the matmul, so the

@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod quant;
 pub mod report;
 pub mod shape;
+mod shape_gemma4;
 pub mod summary;
 
 use crate::catalog::CatalogEntry;

@@ -56,20 +56,20 @@ pub struct ShapePlan {
     pub fills: Vec<Fill>,
 }
 
-fn extra_str<'s>(shape: &'s ModelShape, key: &str) -> Option<&'s str> {
+pub(super) fn extra_str<'s>(shape: &'s ModelShape, key: &str) -> Option<&'s str> {
     shape.extra.get(key).and_then(|v| v.as_str())
 }
 
-fn extra_f64(shape: &ModelShape, key: &str) -> Option<f64> {
+pub(super) fn extra_f64(shape: &ModelShape, key: &str) -> Option<f64> {
     let v = shape.extra.get(key)?;
     v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
 }
 
-fn extra_usize(shape: &ModelShape, key: &str) -> Option<usize> {
+pub(super) fn extra_usize(shape: &ModelShape, key: &str) -> Option<usize> {
     shape.extra.get(key)?.as_integer().map(|i| i as usize)
 }
 
-fn u32_of(n: usize) -> MetaValue {
+pub(super) fn u32_of(n: usize) -> MetaValue {
     MetaValue::U32(n as u32)
 }
 
@@ -78,7 +78,7 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
     let s = src.shape;
     let arch = src.architecture;
     let fused = match arch {
-        "llama" | "qwen2" | "qwen3" | "gemma3" => false,
+        "llama" | "qwen2" | "qwen3" | "gemma3" | "gemma4" => false,
         "phi3" => true,
         other => bail!("shape-only files of the {other:?} architecture are not supported"),
     };
@@ -107,7 +107,9 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
     w.set(&key("context_length"), u32_of(s.context));
     w.set(&key("embedding_length"), u32_of(s.hidden));
     w.set(&key("block_count"), u32_of(s.layers));
-    w.set(&key("feed_forward_length"), u32_of(s.ffn));
+    if arch != "gemma4" {
+        w.set(&key("feed_forward_length"), u32_of(s.ffn));
+    }
     w.set(&key("attention.head_count"), u32_of(s.heads));
     w.set(&key("attention.head_count_kv"), u32_of(s.kv_heads));
     if !s.hidden.is_multiple_of(s.heads) || s.head_dim != s.hidden / s.heads {
@@ -115,7 +117,9 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
         w.set(&key("attention.value_length"), u32_of(s.head_dim));
     }
     w.set(&key("rope.freq_base"), MetaValue::F32(s.rope_theta as f32));
-    w.set(&key("rope.dimension_count"), u32_of(s.rope_dim));
+    if arch != "gemma4" {
+        w.set(&key("rope.dimension_count"), u32_of(s.rope_dim));
+    }
     w.set(
         &key("attention.layer_norm_rms_epsilon"),
         MetaValue::F32(s.rms_eps as f32),
@@ -149,6 +153,11 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
         &[s.hidden, s.vocab],
         Fill::Random,
     )?;
+    if arch == "gemma4" {
+        super::shape_gemma4::add_gemma4(&mut b)?;
+        b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
+        return Ok(b.plan);
+    }
     let half_rot = s.rope_dim / 2;
     match extra_str(s, "rope_scaling") {
         None => {}
@@ -229,13 +238,19 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
     Ok(b.plan)
 }
 
-struct Builder<'a> {
-    src: ShapeSource<'a>,
-    plan: ShapePlan,
+pub(super) struct Builder<'a> {
+    pub(super) src: ShapeSource<'a>,
+    pub(super) plan: ShapePlan,
 }
 
 impl Builder<'_> {
-    fn add(&mut self, name: &str, dtype: GgmlDType, dims: &[usize], fill: Fill) -> Result<()> {
+    pub(super) fn add(
+        &mut self,
+        name: &str,
+        dtype: GgmlDType,
+        dims: &[usize],
+        fill: Fill,
+    ) -> Result<()> {
         self.plan
             .writer
             .add_tensor(name, dtype, dims)
@@ -245,18 +260,18 @@ impl Builder<'_> {
     }
 
     /// Norms, biases and rope factors: f32, as every converter writes them.
-    fn vector(&mut self, name: &str, len: usize, fill: Fill) -> Result<()> {
+    pub(super) fn vector(&mut self, name: &str, len: usize, fill: Fill) -> Result<()> {
         self.add(name, GgmlDType::F32, &[len], fill)
     }
 
-    fn matrix_type(&self, role: &str, layer: Option<usize>) -> Result<GgmlDType> {
+    pub(super) fn matrix_type(&self, role: &str, layer: Option<usize>) -> Result<GgmlDType> {
         role_type(self.src.shape, role, layer)
             .with_context(|| format!("{} shape", self.src.name))?
             .ok_or_else(|| anyhow!("{} shape: {role} is marked \"tied\"", self.src.name))
     }
 
     /// A weight matrix of a layer, `blk.{layer}.{role}.weight`, in the quant mix's type.
-    fn dense(&mut self, layer: usize, role: &str, dims: &[usize]) -> Result<()> {
+    pub(super) fn dense(&mut self, layer: usize, role: &str, dims: &[usize]) -> Result<()> {
         let dtype = self.matrix_type(role, Some(layer))?;
         self.add(
             &format!("blk.{layer}.{role}.weight"),
@@ -295,7 +310,11 @@ mod tests {
     #[test]
     fn planned_sizes_are_close_to_the_real_files() {
         // The catalogue's sizes are the real files': tensor data plus a few MB of vocabulary.
-        for entry in catalog::entries().iter().filter(|e| e.supported) {
+        // Gemma 4's real quant mix is not known (see its `confirmed` note in the catalogue).
+        for entry in catalog::entries()
+            .iter()
+            .filter(|e| e.supported && e.architecture != "gemma4")
+        {
             let p = plan(ShapeSource::from_entry(entry).unwrap()).unwrap();
             let data = p.writer.data_size() as f64;
             let real = entry.size_bytes as f64;
@@ -354,12 +373,21 @@ mod tests {
     }
 
     #[test]
-    fn gemma4_is_refused_with_the_reason() {
+    fn gemma4_e4b_has_shared_kv_layers_and_per_layer_inputs() {
         let e = catalog::find("gemma4-e4b").unwrap();
-        let err = ShapeSource::from_entry(e).unwrap_err().to_string();
-        assert!(
-            err.contains("gemma4") && err.contains("not implemented"),
-            "{err}"
+        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
+        let tensor = |n: &str| p.writer.tensors().iter().find(|t| t.name == n);
+        // Layers 24..41 read the KV cache of layers 22 (sliding) and 23 (global).
+        assert!(tensor("blk.23.attn_k.weight").is_some());
+        assert!(tensor("blk.24.attn_k.weight").is_none());
+        assert!(tensor("blk.41.attn_v.weight").is_none());
+        // Global layers have 512-wide heads, sliding ones 256.
+        assert_eq!(tensor("blk.5.attn_q.weight").unwrap().dims, [2560, 8 * 512]);
+        assert_eq!(tensor("blk.4.attn_q.weight").unwrap().dims, [2560, 8 * 256]);
+        assert_eq!(
+            tensor("per_layer_token_embd.weight").unwrap().dims,
+            [42 * 256, 262144]
         );
+        assert!(tensor("output.weight").is_none());
     }
 }

@@ -40,6 +40,11 @@ impl<'a> Detokenizer<'a> {
 
     /// The text that `id` completes, if any. Control tokens and unknown ids add nothing.
     pub fn push(&mut self, id: u32) -> Result<Option<String>> {
+        if let Some(marker) = self.tokenizer.thinking_marker(id) {
+            // Whatever is held back comes first, then the marker.
+            let held = self.finish()?.unwrap_or_default();
+            return Ok(Some(held + marker));
+        }
         if self.tokenizer.is_control(id) {
             return Ok(None);
         }
@@ -174,6 +179,23 @@ mod tests {
         assert_eq!(pieces(&tok, &[264, 264, 262]), ["ab", " ab", " a"]);
         let gemma = sentencepiece("gemma3");
         assert_eq!(pieces(&gemma, &[264, 264]), [" ab", " ab"]);
+    }
+
+    #[test]
+    fn gemma4_thought_channel_markers_are_shown_as_think_tags() {
+        let tok = sentencepiece("gemma4");
+        let id = |t: &str| tok.token_to_id(t).unwrap();
+        let ids = [
+            id("<|channel>"),
+            264,
+            id("<channel|>"),
+            264,
+            id("<end_of_turn>"),
+        ];
+        // (This vocabulary is llama-flavoured: the first space of the answer is dropped.)
+        assert_eq!(pieces(&tok, &ids).concat(), "<think>ab</think> ab");
+        // Other control tokens still show nothing.
+        assert_eq!(pieces(&tok, &[id("<end_of_turn>")]), Vec::<String>::new());
     }
 
     #[test]

@@ -138,6 +138,20 @@ impl TextTokenizer {
         &self.special.stop_ids
     }
 
+    /// The text a control token that delimits thinking stands for when an answer is shown:
+    /// Gemma 4's thought channel (`<|channel>` … `<channel|>`) becomes `<think>` … `</think>`,
+    /// the markers Qwen3 writes as text, so both are shown (and folded) the same way.
+    pub fn thinking_marker(&self, id: u32) -> Option<&'static str> {
+        if !self.is_control(id) {
+            return None;
+        }
+        match self.inner.id_to_token(id)?.as_str() {
+            "<|channel>" => Some("<think>"),
+            "<channel|>" => Some("</think>"),
+            _ => None,
+        }
+    }
+
     /// A special token (skipped when decoding).
     pub fn is_control(&self, id: u32) -> bool {
         self.special
@@ -252,13 +266,15 @@ pub(crate) mod tests {
             "ab",
             "\u{2581}ab",
             "<end_of_turn>",
+            "<|channel>",
+            "<channel|>",
         ]);
         let n = tokens.len();
         let types = (0..n).map(|i| match i {
             0 => 2,
             1 | 2 => 3,
             3..=258 => 6,
-            _ if i == n - 1 => 3,
+            _ if i >= n - 3 => 3,
             _ => 1,
         });
         TextTokenizer::from_gguf(&header(vec![

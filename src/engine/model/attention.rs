@@ -168,8 +168,8 @@ mod tests {
             let q = pseudo_random(tokens * s.heads * s.head_dim, 1);
             let k = pseudo_random(tokens * s.kv_heads * s.head_dim, 2);
             let v = pseudo_random(tokens * s.kv_heads * s.head_dim, 3);
-            let mut cache = KvCache::new(1, s.kv_heads, s.head_dim, s.capacity);
-            let layer = cache.append(0, &k, &v);
+            let mut cache = KvCache::uniform(1, s.kv_heads, s.head_dim, s.capacity);
+            let layer = cache.append(0, &k, &v).unwrap();
             let got = attention(&q, layer, s);
             let want = reference(&q, &k, &v, s);
             for (a, b) in got.iter().zip(&want) {
@@ -187,11 +187,13 @@ mod tests {
         let q = pseudo_random(tokens * row_q, 4);
         let k = pseudo_random(tokens * row_kv, 5);
         let v = pseudo_random(tokens * row_kv, 6);
-        let mut batched_cache = KvCache::new(1, s.kv_heads, s.head_dim, s.capacity);
-        let batched = attention(&q, batched_cache.append(0, &k, &v), s);
-        let mut cache = KvCache::new(1, s.kv_heads, s.head_dim, s.capacity);
+        let mut batched_cache = KvCache::uniform(1, s.kv_heads, s.head_dim, s.capacity);
+        let batched = attention(&q, batched_cache.append(0, &k, &v).unwrap(), s);
+        let mut cache = KvCache::uniform(1, s.kv_heads, s.head_dim, s.capacity);
         for t in 0..tokens {
-            let layer = cache.append(0, &k[t * row_kv..][..row_kv], &v[t * row_kv..][..row_kv]);
+            let layer = cache
+                .append(0, &k[t * row_kv..][..row_kv], &v[t * row_kv..][..row_kv])
+                .unwrap();
             let one = attention(
                 &q[t * row_q..][..row_q],
                 layer,

@@ -11,10 +11,12 @@ pub enum Arch {
     Qwen3,
     Phi3,
     Gemma3,
+    Gemma4,
 }
 
 impl Arch {
-    pub const SUPPORTED: &'static [&'static str] = &["llama", "qwen2", "qwen3", "phi3", "gemma3"];
+    pub const SUPPORTED: &'static [&'static str] =
+        &["llama", "qwen2", "qwen3", "phi3", "gemma3", "gemma4"];
 
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
@@ -23,13 +25,18 @@ impl Arch {
             "qwen3" => Arch::Qwen3,
             "phi3" => Arch::Phi3,
             "gemma3" => Arch::Gemma3,
+            "gemma4" => Arch::Gemma4,
             _ => return None,
         })
     }
 
+    pub fn is_gemma(self) -> bool {
+        matches!(self, Arch::Gemma3 | Arch::Gemma4)
+    }
+
     /// Gemma's feed-forward uses tanh-GELU; everyone else SiLU.
     pub fn uses_gelu(self) -> bool {
-        matches!(self, Arch::Gemma3)
+        self.is_gemma()
     }
 }
 
@@ -55,8 +62,12 @@ pub struct ModelConfig {
     pub n_embd: usize,
     pub n_head: usize,
     pub n_head_kv: usize,
+    /// Head size of global layers (and of every layer but Gemma 4's sliding ones).
     pub head_dim: usize,
-    pub n_ff: usize,
+    /// Head size of sliding-window layers (Gemma 4 makes them narrower).
+    pub head_dim_swa: usize,
+    /// Feed-forward width of each layer (Gemma 4 varies it per layer).
+    pub n_ff: Vec<usize>,
     pub vocab_size: usize,
     /// The context length the model was trained for.
     pub context_length: usize,
@@ -73,6 +84,13 @@ pub struct ModelConfig {
     /// Multiplies the token embeddings (Gemma: sqrt(n_embd)).
     pub embed_scale: Option<f32>,
     pub attn_scale: f32,
+    /// Gemma 4: the last this many layers have no K/V of their own and attend to the cache of
+    /// the last earlier layer of the same kind (sliding or global).
+    pub shared_kv_layers: usize,
+    /// Gemma 4: width of the per-layer token input each layer receives (0 = none).
+    pub per_layer_input: usize,
+    /// Gemma 4: logits become `cap · tanh(logits / cap)`.
+    pub final_softcap: Option<f32>,
 }
 
 impl ModelConfig {
@@ -101,7 +119,7 @@ impl ModelConfig {
             .get_u64(&key("attention.head_count_kv"))
             .map(|v| v as usize)
             .unwrap_or(n_head);
-        let n_ff = required("feed_forward_length")?;
+        let n_ff = per_layer_sizes(header, &key("feed_forward_length"), n_layer)?;
         if n_layer == 0 || n_embd == 0 || n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
             bail!("inconsistent sizes: {n_layer} layers, {n_embd} wide, {n_head} heads, {n_head_kv} KV heads");
         }
@@ -109,6 +127,23 @@ impl ModelConfig {
             .get_u64(&key("attention.key_length"))
             .map(|v| v as usize)
             .unwrap_or(n_embd / n_head);
+        let head_dim_swa = header
+            .get_u64(&key("attention.key_length_swa"))
+            .map(|v| v as usize)
+            .unwrap_or(head_dim);
+        for (what, suffix, k) in [
+            ("value", "attention.value_length", head_dim),
+            ("sliding value", "attention.value_length_swa", head_dim_swa),
+        ] {
+            if let Some(v) = header.get_u64(&key(suffix)) {
+                if v as usize != k {
+                    bail!("{what} heads of {v} differ from key heads of {k}: not supported");
+                }
+            }
+        }
+        if head_dim == 0 || head_dim_swa == 0 {
+            bail!("a head size of 0 in the metadata");
+        }
         let token_embd = header
             .tensor("token_embd.weight")
             .ok_or_else(|| anyhow!("tensor token_embd.weight is missing"))?;
@@ -154,18 +189,35 @@ impl ModelConfig {
                 .get_f64(&key("rope.scaling.attn_factor"))
                 .unwrap_or(1.0) as f32,
         };
-        let (sliding_window, swa_layers, rope_swa) = if arch == Arch::Gemma3 {
+        let (sliding_window, swa_layers, rope_swa) = if arch.is_gemma() {
             let window = header
                 .get_u64(&key("attention.sliding_window"))
                 .map(|v| v as usize)
                 .unwrap_or(4096);
-            // Gemma 3 interleaves five sliding layers with one global layer.
-            let layers = (0..n_layer).map(|il| (il + 1) % 6 != 0).collect();
+            let layers = match header.get_array(&key("attention.sliding_window_pattern")) {
+                Some(pattern) => {
+                    let flags: Option<Vec<bool>> = pattern.iter().map(|v| v.as_bool()).collect();
+                    match flags {
+                        Some(flags) if flags.len() == n_layer => flags,
+                        _ => bail!(
+                            "{} is not one true/false per layer",
+                            key("attention.sliding_window_pattern")
+                        ),
+                    }
+                }
+                // Gemma 3 interleaves five sliding layers with one global layer.
+                None => (0..n_layer).map(|il| (il + 1) % 6 != 0).collect(),
+            };
             let rope_swa = RopeConfig {
                 base: header
                     .get_f64(&key("rope.freq_base_swa"))
                     .unwrap_or(10_000.0) as f32,
                 freq_scale: 1.0,
+                n_rot: header
+                    .get_u64(&key("rope.dimension_count_swa"))
+                    .map(|v| v as usize)
+                    .unwrap_or(head_dim_swa)
+                    .min(head_dim_swa),
                 ..rope.clone()
             };
             (Some(window), layers, rope_swa)
@@ -173,11 +225,32 @@ impl ModelConfig {
             // Phi-3's converter writes a sliding window that the model does not use.
             (None, vec![false; n_layer], rope.clone())
         };
-        let embed_scale = (arch == Arch::Gemma3).then(|| (n_embd as f32).sqrt());
+        let embed_scale = arch.is_gemma().then(|| (n_embd as f32).sqrt());
+        // Gemma 4 normalises Q and K (and V) per head and does not scale the scores.
+        let default_attn_scale = if arch == Arch::Gemma4 {
+            1.0
+        } else {
+            1.0 / (head_dim as f32).sqrt()
+        };
         let attn_scale = header
             .get_f64(&key("attention.scale"))
             .map(|s| s as f32)
-            .unwrap_or(1.0 / (head_dim as f32).sqrt());
+            .unwrap_or(default_attn_scale);
+        let shared_kv_layers = header
+            .get_u64(&key("attention.shared_kv_layers"))
+            .map(|v| v as usize)
+            .unwrap_or(0);
+        if shared_kv_layers >= n_layer {
+            bail!("{shared_kv_layers} KV-shared layers leave none of {n_layer} to own a cache");
+        }
+        let per_layer_input = header
+            .get_u64(&key("embedding_length_per_layer_input"))
+            .map(|v| v as usize)
+            .unwrap_or(0);
+        let final_softcap = header
+            .get_f64(&key("final_logit_softcapping"))
+            .map(|v| v as f32)
+            .filter(|&cap| cap > 0.0);
         let rope_original_context = header
             .get_u64(&key("rope.scaling.original_context_length"))
             .map(|v| v as usize)
@@ -190,6 +263,7 @@ impl ModelConfig {
             n_head,
             n_head_kv,
             head_dim,
+            head_dim_swa,
             n_ff,
             vocab_size,
             context_length,
@@ -201,6 +275,56 @@ impl ModelConfig {
             swa_layers,
             embed_scale,
             attn_scale,
+            shared_kv_layers,
+            per_layer_input,
+            final_softcap,
         })
+    }
+
+    /// Head size of layer `il`.
+    pub fn layer_head_dim(&self, il: usize) -> usize {
+        if self.swa_layers[il] {
+            self.head_dim_swa
+        } else {
+            self.head_dim
+        }
+    }
+
+    /// The layer whose KV cache layer `il` reads: itself, or for a Gemma 4 KV-shared layer the
+    /// last layer before the shared ones that is of the same kind (sliding or global).
+    pub fn kv_source(&self, il: usize) -> Result<usize> {
+        let first_shared = self.n_layer - self.shared_kv_layers;
+        if il < first_shared {
+            return Ok(il);
+        }
+        (0..first_shared)
+            .rev()
+            .find(|&src| self.swa_layers[src] == self.swa_layers[il])
+            .ok_or_else(|| {
+                anyhow!("layer {il} shares a KV cache, but no earlier layer is of its kind")
+            })
+    }
+
+    /// The widest feed-forward of any layer.
+    pub fn max_ff(&self) -> usize {
+        self.n_ff.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// A per-layer size: one number for every layer, or an array of one per layer.
+fn per_layer_sizes(header: &GgufHeader, key: &str, n_layer: usize) -> Result<Vec<usize>> {
+    if let Some(v) = header.get_u64(key) {
+        return Ok(vec![v as usize; n_layer]);
+    }
+    let values = header
+        .get_array(key)
+        .ok_or_else(|| anyhow!("metadata key {key} is missing"))?;
+    let sizes: Option<Vec<usize>> = values
+        .iter()
+        .map(|v| v.as_u64().map(|v| v as usize))
+        .collect();
+    match sizes {
+        Some(sizes) if sizes.len() == n_layer && sizes.iter().all(|&s| s > 0) => Ok(sizes),
+        _ => bail!("{key} is not one positive size per layer"),
     }
 }

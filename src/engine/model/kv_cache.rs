@@ -10,33 +10,51 @@ use anyhow::{bail, Result};
 pub struct LayerCache {
     pub k: Vec<f32>,
     pub v: Vec<f32>,
+    head_dim: usize,
 }
 
 pub struct KvCache {
-    layers: Vec<LayerCache>,
+    /// `None` for a layer that reads another layer's cache (Gemma 4's KV-shared layers).
+    layers: Vec<Option<LayerCache>>,
     kv_heads: usize,
-    head_dim: usize,
     capacity: usize,
     /// Positions currently held (same for every layer once a forward pass completes).
     len: usize,
 }
 
 impl KvCache {
-    pub fn new(n_layer: usize, kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
-        let size = kv_heads * capacity * head_dim;
-        let layers = (0..n_layer)
-            .map(|_| LayerCache {
-                k: vec![0f32; size],
-                v: vec![0f32; size],
+    /// `head_dims` has one entry per layer: its head size, or `None` when it owns no cache.
+    pub fn new(head_dims: &[Option<usize>], kv_heads: usize, capacity: usize) -> Self {
+        let layers = head_dims
+            .iter()
+            .map(|d| {
+                d.map(|head_dim| LayerCache {
+                    k: vec![0f32; kv_heads * capacity * head_dim],
+                    v: vec![0f32; kv_heads * capacity * head_dim],
+                    head_dim,
+                })
             })
             .collect();
         Self {
             layers,
             kv_heads,
-            head_dim,
             capacity,
             len: 0,
         }
+    }
+
+    /// The same head size and a cache of its own for each of `n_layer` layers.
+    pub fn uniform(n_layer: usize, kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
+        Self::new(&vec![Some(head_dim); n_layer], kv_heads, capacity)
+    }
+
+    /// Bytes the buffers take once full.
+    pub fn size_bytes(&self) -> usize {
+        self.layers
+            .iter()
+            .flatten()
+            .map(|l| (l.k.len() + l.v.len()) * 4)
+            .sum()
     }
 
     pub fn len(&self) -> usize {
@@ -70,10 +88,16 @@ impl KvCache {
 
     /// Writes `k` and `v`, each `(tokens, kv_heads, head_dim)` row-major, at the current end of
     /// `layer`, and returns the layer's buffers.
-    pub fn append(&mut self, layer: usize, k: &[f32], v: &[f32]) -> &LayerCache {
-        let (heads, d, cap, start) = (self.kv_heads, self.head_dim, self.capacity, self.len);
+    pub fn append(&mut self, layer: usize, k: &[f32], v: &[f32]) -> Result<&LayerCache> {
+        let (heads, cap, start) = (self.kv_heads, self.capacity, self.len);
+        let Some(cache) = self.layers.get_mut(layer).and_then(|l| l.as_mut()) else {
+            bail!("layer {layer} has no KV cache of its own");
+        };
+        let d = cache.head_dim;
         let tokens = k.len() / (heads * d);
-        let cache = &mut self.layers[layer];
+        if k.len() != tokens * heads * d || v.len() != k.len() || start + tokens > cap {
+            bail!("layer {layer}: {} keys do not fit the cache", k.len());
+        }
         for t in 0..tokens {
             for h in 0..heads {
                 let src = (t * heads + h) * d;
@@ -82,7 +106,15 @@ impl KvCache {
                 cache.v[dst..dst + d].copy_from_slice(&v[src..src + d]);
             }
         }
-        &self.layers[layer]
+        Ok(cache)
+    }
+
+    /// A layer's buffers as they are (to read the positions appended in this pass too).
+    pub fn layer(&self, layer: usize) -> Result<&LayerCache> {
+        match self.layers.get(layer) {
+            Some(Some(cache)) => Ok(cache),
+            _ => bail!("layer {layer} has no KV cache of its own"),
+        }
     }
 
     /// Marks `tokens` appended positions as held, after every layer has written them.

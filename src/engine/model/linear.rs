@@ -2,8 +2,8 @@
 //!
 //! Why not candle's `QMatMul`: it has no SIMD for Q4_1/Q5_0, does not reuse a weight block
 //! across the rows of a prefill, and its thread pool spin-waits, which collapses decode speed
-//! when another busy thread shares a core. Here the weights stay as ggml blocks (borrowed from
-//! the `QTensor`), activations are quantized per row ([`kernels`]), and the output columns are
+//! when another busy thread shares a core. Here the weights stay as ggml blocks (read in place
+//! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
@@ -17,7 +17,8 @@
 //! for comparisons.
 
 use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
-use candle_core::quantized::{QMatMul, QTensor};
+use super::weights::MappedBytes;
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
@@ -30,10 +31,27 @@ pub struct QLinear {
 
 enum Imp {
     Native {
-        tensor: Arc<QTensor>,
+        weights: WeightBytes,
         kind: WeightKind,
     },
     Candle(QMatMul),
+}
+
+/// Where a native layer's blocks live.
+enum WeightBytes {
+    /// In the model file's memory map (how models are loaded).
+    Mapped(MappedBytes),
+    /// In memory of our own (layers built from a `QTensor`, as tests do).
+    Owned(Vec<u8>),
+}
+
+impl WeightBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            WeightBytes::Mapped(m) => m,
+            WeightBytes::Owned(v) => v,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -60,6 +78,12 @@ fn default_isa() -> Isa {
     })
 }
 
+/// Our kernel for `dtype`, if there is one and rows of `in_dim` split into its blocks.
+fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
+    WeightKind::from_dtype(dtype)
+        .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle)
+}
+
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
 /// gets fewer (scheduling a rayon task costs a few microseconds).
 const MIN_TASK_MACS: usize = 1 << 15;
@@ -68,14 +92,34 @@ impl QLinear {
     /// A linear layer over a `(out, in)` matrix.
     pub fn from_arc(tensor: Arc<QTensor>) -> Result<Self> {
         let (out_dim, in_dim) = tensor.shape().dims2()?;
-        let kind = WeightKind::from_dtype(tensor.dtype())
-            .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle);
-        let imp = match kind {
-            Some(kind) => Imp::Native { tensor, kind },
+        let imp = match native_kind(tensor.dtype(), in_dim) {
+            Some(kind) => Imp::Native {
+                weights: WeightBytes::Owned(tensor.data()?.into_owned()),
+                kind,
+            },
             None => Imp::Candle(QMatMul::from_arc(tensor)?),
         };
         Ok(Self {
             imp,
+            in_dim,
+            out_dim,
+        })
+    }
+
+    /// A layer computed by our kernels straight from the mapped `(out, in)` matrix, or `None`
+    /// when the format has no kernel of ours (or they are switched off).
+    pub fn from_mapped(
+        bytes: MappedBytes,
+        dtype: GgmlDType,
+        in_dim: usize,
+        out_dim: usize,
+    ) -> Option<Self> {
+        let kind = native_kind(dtype, in_dim)?;
+        Some(Self {
+            imp: Imp::Native {
+                weights: WeightBytes::Mapped(bytes),
+                kind,
+            },
             in_dim,
             out_dim,
         })
@@ -149,8 +193,8 @@ impl QLinear {
                 self.in_dim
             );
         }
-        let (tensor, kind) = match &self.imp {
-            Imp::Native { tensor, kind } => (tensor, *kind),
+        let (weights, kind) = match &self.imp {
+            Imp::Native { weights, kind } => (weights.as_slice(), *kind),
             Imp::Candle(m) => {
                 let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
                 return m.forward(&xt)?.flatten_all()?.to_vec1::<f32>();
@@ -159,7 +203,7 @@ impl QLinear {
         if rows == 0 {
             return Ok(Vec::new());
         }
-        let data = tensor.data()?;
+        let data = weights;
         let k = self.in_dim;
         let nb = k / kind.block_elems();
         let row_bytes = nb * kind.block_bytes();

@@ -3,8 +3,10 @@
 pub mod attention;
 pub mod config;
 pub mod decoder;
+pub mod embedding;
 pub mod kernels;
 pub mod kv_cache;
+pub mod layer;
 pub mod linear;
 pub mod rope;
 pub mod weights;

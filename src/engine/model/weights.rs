@@ -1,33 +1,59 @@
-//! Tensors of a GGUF file, read from a memory map into candle's quantized storage.
+//! Tensors of a GGUF file, served from a memory map.
+//!
+//! Quantized matrices and embedding tables are never copied: the kernels read their blocks
+//! straight from the mapped file, so the weights cost page cache (shared, reclaimable, and
+//! only the pages a forward pass touches) instead of a second private copy. Small tensors
+//! (norms, biases) and formats without kernels of ours are copied into candle tensors.
 
+use super::embedding::RowTable;
+use super::linear::QLinear;
 use crate::engine::gguf::{GgufHeader, TensorInfo};
 use anyhow::{anyhow, Context, Result};
-use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Tensor};
 use memmap2::Mmap;
 use std::borrow::Cow;
 use std::fs::File;
+use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-/// The open file, mapped; tensors are copied out of it on request.
+/// The bytes of one tensor inside the mapped file; cloning shares the map.
+#[derive(Clone)]
+pub struct MappedBytes {
+    map: Arc<Mmap>,
+    range: Range<usize>,
+}
+
+impl Deref for MappedBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+/// The open file, mapped.
 pub struct WeightFile<'h> {
     header: &'h GgufHeader,
-    map: Mmap,
+    map: Arc<Mmap>,
 }
 
 impl<'h> WeightFile<'h> {
     pub fn open(header: &'h GgufHeader) -> Result<Self> {
         let file = File::open(&header.path)
             .with_context(|| format!("{}: cannot open", header.path.display()))?;
-        // SAFETY: the map is read-only and private to this loader. If another process
-        // truncates the file while we read it, the process gets SIGBUS: the same risk every
-        // mmap-based model loader (llama.cpp included) accepts.
+        // SAFETY: the map is read-only. If another process truncates or rewrites the file
+        // while it is mapped, reads can fault (SIGBUS) or see the new bytes: the same risk
+        // every mmap-based model loader (llama.cpp included) accepts. taper's own downloads
+        // replace files by rename, which leaves a mapped file untouched.
         let map = unsafe { Mmap::map(&file) }
             .with_context(|| format!("{}: cannot map the file", header.path.display()))?;
         if (map.len() as u64) < header.file_size {
             anyhow::bail!("{}: the file shrank while loading", header.path.display());
         }
-        Ok(Self { header, map })
+        Ok(Self {
+            header,
+            map: Arc::new(map),
+        })
     }
 
     pub fn has(&self, name: &str) -> bool {
@@ -40,39 +66,52 @@ impl<'h> WeightFile<'h> {
             .ok_or_else(|| anyhow!("tensor {name} is missing"))
     }
 
-    /// The tensor as stored (quantized or not).
-    pub fn qtensor(&self, name: &str) -> Result<Arc<QTensor>> {
-        let info = self.info(name)?;
-        let start = info.offset as usize;
-        let bytes = &self.map[start..start + info.size_bytes as usize];
-        // candle reinterprets the bytes as blocks and requires their alignment; a file with an
-        // odd `general.alignment` gets an aligned copy instead of a panic.
-        if (bytes.as_ptr() as usize).is_multiple_of(8) {
-            return self.qtensor_from(info, bytes);
-        }
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
-        let view = bytemuck_bytes_mut(&mut words);
-        view[..bytes.len()].copy_from_slice(bytes);
-        self.qtensor_from(info, &view[..bytes.len()])
+    /// The stored bytes of a tensor (the header reader checked they lie inside the file).
+    fn bytes(&self, info: &TensorInfo) -> Result<MappedBytes> {
+        let start = usize::try_from(info.offset)?;
+        let end = start
+            .checked_add(usize::try_from(info.size_bytes)?)
+            .filter(|&end| end <= self.map.len())
+            .ok_or_else(|| anyhow!("tensor {} lies past the end of the file", info.name))?;
+        Ok(MappedBytes {
+            map: self.map.clone(),
+            range: start..end,
+        })
     }
 
-    fn qtensor_from(&self, info: &TensorInfo, bytes: &[u8]) -> Result<Arc<QTensor>> {
-        let storage = QStorage::from_data(Cow::Borrowed(bytes), &Device::Cpu, info.dtype)?;
+    /// The tensor copied into candle's quantized storage.
+    fn qtensor(&self, info: &TensorInfo) -> Result<Arc<QTensor>> {
+        let bytes = self.bytes(info)?;
+        let storage = qstorage(&bytes, info.dtype)?;
         let tensor =
             QTensor::new(storage, info.shape()).with_context(|| format!("tensor {}", info.name))?;
         Ok(Arc::new(tensor))
     }
 
-    /// A matrix for `x · Wᵀ`, checked to be `[cols_in, rows_out]` in ggml order.
-    pub fn matrix(&self, name: &str, cols_in: usize, rows_out: usize) -> Result<QMatMul> {
+    /// A linear layer `y = x · Wᵀ` over the matrix `name`, checked to be `[cols_in, rows_out]`
+    /// in ggml order. Formats our kernels compute are read in place from the map.
+    pub fn linear(&self, name: &str, cols_in: usize, rows_out: usize) -> Result<QLinear> {
         self.expect_dims(name, &[cols_in, rows_out])?;
-        Ok(QMatMul::from_arc(self.qtensor(name)?)?)
+        let info = self.info(name)?;
+        if let Some(linear) = QLinear::from_mapped(self.bytes(info)?, info.dtype, cols_in, rows_out)
+        {
+            return Ok(linear);
+        }
+        Ok(QLinear::from_arc(self.qtensor(info)?)?)
+    }
+
+    /// An embedding table `[row_len, rows]`, whose rows are dequantized when looked up.
+    pub fn rows(&self, name: &str, row_len: usize, rows: usize) -> Result<RowTable> {
+        self.expect_dims(name, &[row_len, rows])?;
+        let info = self.info(name)?;
+        RowTable::new(self.bytes(info)?, info.dtype, row_len, rows)
+            .with_context(|| format!("tensor {name}"))
     }
 
     /// A 1-D f32 vector (norm weights, biases, rope factors).
     pub fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
         self.expect_dims(name, &[len])?;
-        Ok(self.qtensor(name)?.dequantize(&Device::Cpu)?)
+        Ok(self.qtensor(self.info(name)?)?.dequantize(&Device::Cpu)?)
     }
 
     pub fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Tensor>> {
@@ -94,6 +133,26 @@ impl<'h> WeightFile<'h> {
     pub fn dtype(&self, name: &str) -> Option<GgmlDType> {
         self.header.tensor(name).map(|t| t.dtype)
     }
+}
+
+/// candle's quantized storage for `bytes` (a copy). candle reinterprets the bytes as blocks,
+/// which requires their alignment: misaligned bytes go through an aligned buffer first.
+pub fn qstorage(bytes: &[u8], dtype: GgmlDType) -> Result<QStorage> {
+    if (bytes.as_ptr() as usize).is_multiple_of(8) {
+        return Ok(QStorage::from_data(
+            Cow::Borrowed(bytes),
+            &Device::Cpu,
+            dtype,
+        )?);
+    }
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    let view = bytemuck_bytes_mut(&mut words);
+    view[..bytes.len()].copy_from_slice(bytes);
+    Ok(QStorage::from_data(
+        Cow::Borrowed(&view[..bytes.len()]),
+        &Device::Cpu,
+        dtype,
+    )?)
 }
 
 fn bytemuck_bytes_mut(words: &mut [u64]) -> &mut [u8] {

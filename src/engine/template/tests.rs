@@ -208,6 +208,23 @@ fn gemma4_vocabulary_selects_the_gemma4_turn_format() {
 }
 
 #[test]
+fn gemma4_fallback_sends_earlier_answers_without_their_thinking() {
+    let has = |t: &str| t == "<|turn>";
+    let t = ChatTemplate::for_model(&header("gemma4", None), None, &has).unwrap();
+    let messages = [
+        Message::user("2+2?"),
+        Message::assistant("<think>thought\nEasy.</think>It is 4."),
+        Message::user("And 3+3?"),
+    ];
+    let out = t.render(&messages, true, "<bos>", "<eos>").unwrap();
+    assert_eq!(
+        out,
+        "<bos><|turn>user\n2+2?<turn|>\n<|turn>model\nIt is 4.<turn|>\n\
+         <|turn>user\nAnd 3+3?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>"
+    );
+}
+
+#[test]
 fn llama3_and_phi3_fallbacks_use_their_own_turn_markers() {
     let has = |t: &str| t == "<|start_header_id|>";
     let t = ChatTemplate::for_model(&header("llama", None), None, &has).unwrap();

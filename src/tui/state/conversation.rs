@@ -205,6 +205,7 @@ const THINK_CLOSE: &str = "</think>";
 pub fn split_thinking(content: &str) -> Thinking<'_> {
     let trimmed = content.trim_start();
     if let Some(rest) = trimmed.strip_prefix(THINK_OPEN) {
+        let rest = without_channel_name(rest);
         return match rest.find(THINK_CLOSE) {
             Some(end) => Thinking {
                 thinking: Some(rest[..end].trim()),
@@ -232,9 +233,29 @@ pub fn split_thinking(content: &str) -> Thinking<'_> {
     }
 }
 
+/// Gemma 4 opens its thought channel with the channel's name, `thought`, on its own line.
+fn without_channel_name(thinking: &str) -> &str {
+    match thinking.strip_prefix("thought") {
+        Some(rest) if rest.is_empty() || rest.starts_with('\n') => rest,
+        _ => thinking,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemma4_thought_channel_is_thinking_without_its_name() {
+        // The detokenizer shows Gemma 4's channel markers as <think> and </think>.
+        let t = split_thinking("<think>thought\nThe user wants 4.</think>It is 4.");
+        assert_eq!(t.thinking, Some("The user wants 4."));
+        assert_eq!(t.answer, "It is 4.");
+        let streaming = split_thinking("<think>thought");
+        assert_eq!((streaming.thinking, streaming.open), (Some(""), true));
+        let word = split_thinking("<think>thoughtful</think>x");
+        assert_eq!(word.thinking, Some("thoughtful"));
+    }
 
     #[test]
     fn thinking_is_split_from_the_answer() {
