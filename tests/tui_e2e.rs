@@ -201,3 +201,73 @@ fn taper_alone_opens_the_model_picker() {
     tmux.keys(&["C-q"]);
     assert_terminal_restored(&tmux, "0");
 }
+
+/// A data directory of its own (its `models` links to the test models), so the sessions
+/// this test saves are its own.
+fn fresh_home() -> tempfile::TempDir {
+    let models = common::real_model(common::SMOLLM2)
+        .parent()
+        .expect("the models directory")
+        .to_path_buf();
+    let home = tempfile::tempdir().expect("a temporary directory");
+    std::os::unix::fs::symlink(&models, home.path().join("models")).expect("a symlink");
+    home
+}
+
+#[test]
+fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
+    use taper::sessions::store;
+    let _serial = serial();
+    let home = fresh_home();
+    let home_s = home.path().display().to_string();
+    let args = "chat -m SmolLM2-135M-Instruct.Q4_1 --temperature 0 --max-tokens 16";
+    let tmux = Tmux::start("save", &shell_command(&home_s, "", args), 120, 40);
+    tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
+    tmux.wait_text("phase    idle", QUICK);
+    tmux.type_text("What is the capital of France?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the answer to finish", ANSWER, |s| {
+        s.contains("SmolLM2-135M-Instruct.Q4_1 · ")
+            && s.contains("phase    idle")
+            && !s.contains("writing…")
+    });
+    tmux.keys(&["C-q"]);
+    assert_terminal_restored(&tmux, "0");
+    drop(tmux);
+
+    let dir = home.path().join("sessions");
+    let listed = store::list(&dir);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let saved = store::load(&listed[0].path).expect("the saved session reads back");
+    assert_eq!(saved.messages.len(), 2);
+    assert_eq!(saved.messages[0].content, "What is the capital of France?");
+    let answer = &saved.messages[1];
+    assert_eq!(answer.model.as_deref(), Some("SmolLM2-135M-Instruct.Q4_1"));
+    let usage = answer.usage.as_ref().expect("the engine's figures");
+    assert!(
+        usage.generated_tokens > 0 && usage.decode_tok_s > 0.0,
+        "{usage:?}"
+    );
+    let bytes = std::fs::read(&listed[0].path).unwrap();
+
+    // `taper --resume`: the most recent conversation, with the model of its last answer.
+    let tmux = Tmux::start("resume", &shell_command(&home_s, "", "--resume"), 120, 40);
+    // The conversation is there, so loading its model reads "Switched to".
+    let screen = tmux.wait_text("Switched to SmolLM2-135M-Instruct.Q4_1", LOAD);
+    eprintln!("resumed:\n{screen}");
+    assert!(screen.contains("Resumed “What is the capital"), "{screen}");
+    assert!(
+        screen.contains("What is the capital of France?"),
+        "{screen}"
+    );
+    assert!(screen.contains("SmolLM2-135M-Instruct.Q4_1 · "), "{screen}");
+    let first_word = answer.content.split_whitespace().next().unwrap_or("");
+    assert!(
+        screen.contains(first_word),
+        "{first_word:?} not on\n{screen}"
+    );
+    tmux.keys(&["C-q"]);
+    assert_terminal_restored(&tmux, "0");
+    // Nothing new was said: the file is as it was.
+    assert_eq!(std::fs::read(&listed[0].path).unwrap(), bytes);
+}
