@@ -22,12 +22,16 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn home() -> String {
+/// A data directory of its own for each test (its `models` links to the test models), so
+/// the sessions a test saves are its own and nothing is written beside the shared models.
+fn home() -> tempfile::TempDir {
     common::real_model(common::SMOLLM2);
     common::real_model(common::GEMMA3);
-    let models = common::models_dir();
-    let home = models.parent().expect("the models directory has a parent");
-    home.display().to_string()
+    fresh_home()
+}
+
+fn path(home: &tempfile::TempDir) -> String {
+    home.path().display().to_string()
 }
 
 /// After the program has exited: a clean exit code, a cooked terminal, no alternate screen,
@@ -68,7 +72,8 @@ fn editor(screen: &str) -> &str {
 fn a_person_chats_switches_model_and_quits() {
     let _serial = serial();
     let args = "chat -m SmolLM2-135M-Instruct.Q4_1 --temperature 0 --max-tokens 40";
-    let tmux = Tmux::start("chat", &shell_command(&home(), "", args), 120, 40);
+    let home = home();
+    let tmux = Tmux::start("chat", &shell_command(&path(&home), "", args), 120, 40);
     tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
     tmux.wait_text("phase    idle", QUICK);
 
@@ -167,7 +172,8 @@ fn a_person_chats_switches_model_and_quits() {
 fn quitting_while_a_model_loads_restores_the_terminal() {
     let _serial = serial();
     let args = "chat -m gemma-3-270m-q4_k_m";
-    let tmux = Tmux::start("load", &shell_command(&home(), "", args), 100, 30);
+    let home = home();
+    let tmux = Tmux::start("load", &shell_command(&path(&home), "", args), 100, 30);
     tmux.wait_text("loading", LOAD);
     tmux.keys(&["C-c"]);
     assert_terminal_restored(&tmux, "0");
@@ -177,7 +183,8 @@ fn quitting_while_a_model_loads_restores_the_terminal() {
 fn a_panic_restores_the_terminal_before_its_message() {
     let _serial = serial();
     let args = "chat -m SmolLM2-135M-Instruct.Q4_1";
-    let command = shell_command(&home(), "RUST_BACKTRACE=0 TAPER_TEST_PANIC=1", args);
+    let home = home();
+    let command = shell_command(&path(&home), "RUST_BACKTRACE=0 TAPER_TEST_PANIC=1", args);
     let tmux = Tmux::start("panic", &command, 100, 30);
     let screen = assert_terminal_restored(&tmux, "101");
     assert!(
@@ -189,7 +196,8 @@ fn a_panic_restores_the_terminal_before_its_message() {
 #[test]
 fn taper_alone_opens_the_model_picker() {
     let _serial = serial();
-    let tmux = Tmux::start("bare", &shell_command(&home(), "", ""), 100, 30);
+    let home = home();
+    let tmux = Tmux::start("bare", &shell_command(&path(&home), "", ""), 100, 30);
     let picker = tmux.wait_text("Pick a model", LOAD);
     let picker = match picker.contains("gemma-3-270m-q4_k_m") {
         true => picker,
@@ -202,8 +210,7 @@ fn taper_alone_opens_the_model_picker() {
     assert_terminal_restored(&tmux, "0");
 }
 
-/// A data directory of its own (its `models` links to the test models), so the sessions
-/// this test saves are its own.
+/// A temporary data directory whose `models` links to the test models.
 fn fresh_home() -> tempfile::TempDir {
     let models = common::real_model(common::SMOLLM2)
         .parent()
@@ -218,8 +225,8 @@ fn fresh_home() -> tempfile::TempDir {
 fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
     use taper::sessions::store;
     let _serial = serial();
-    let home = fresh_home();
-    let home_s = home.path().display().to_string();
+    let home = home();
+    let home_s = path(&home);
     let args = "chat -m SmolLM2-135M-Instruct.Q4_1 --temperature 0 --max-tokens 16";
     let tmux = Tmux::start("save", &shell_command(&home_s, "", args), 120, 40);
     tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
