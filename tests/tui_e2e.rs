@@ -2,7 +2,8 @@
 //! SmolLM2 a question, watch the answer stream in with a decode rate in the stats panel,
 //! switch to Gemma 3 in the picker, ask again, see the first answer still there, quit, and
 //! check that the terminal is back to normal. Also: quitting mid-load, and a panic, leave the
-//! terminal usable.
+//! terminal usable; a turn is saved, copied with Ctrl+Y (OSC 52, read back from tmux) and
+//! shown again by `taper --resume`.
 
 mod common;
 mod tui_support;
@@ -229,6 +230,8 @@ fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
     let home_s = path(&home);
     let args = "chat -m SmolLM2-135M-Instruct.Q4_1 --temperature 0 --max-tokens 16";
     let tmux = Tmux::start("save", &shell_command(&home_s, "", args), 120, 40);
+    // tmux keeps what programs copy with OSC 52 as a paste buffer when this is on.
+    tmux.run(&["set-option", "-s", "set-clipboard", "on"]);
     tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
     tmux.wait_text("phase    idle", QUICK);
     tmux.type_text("What is the capital of France?");
@@ -238,6 +241,10 @@ fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
             && s.contains("phase    idle")
             && !s.contains("writing…")
     });
+    // Ctrl+Y copies the answer through the terminal (OSC 52).
+    tmux.keys(&["C-y"]);
+    tmux.wait_text("Copied the last answer", QUICK);
+    let copied = String::from_utf8_lossy(&tmux.run(&["show-buffer"]).stdout).into_owned();
     tmux.keys(&["C-q"]);
     assert_terminal_restored(&tmux, "0");
     drop(tmux);
@@ -254,6 +261,11 @@ fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
     assert!(
         usage.generated_tokens > 0 && usage.decode_tok_s > 0.0,
         "{usage:?}"
+    );
+    assert_eq!(
+        copied,
+        answer.content.trim(),
+        "the clipboard holds the answer"
     );
     let bytes = std::fs::read(&listed[0].path).unwrap();
 
