@@ -271,8 +271,7 @@ fn a_conversation_is_saved_and_taper_resume_shows_it_again() {
 
     // `taper --resume`: the most recent conversation, with the model of its last answer.
     let tmux = Tmux::start("resume", &shell_command(&home_s, "", "--resume"), 120, 40);
-    // The conversation is there, so loading its model reads "Switched to".
-    let screen = tmux.wait_text("Switched to SmolLM2-135M-Instruct.Q4_1", LOAD);
+    let screen = tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
     eprintln!("resumed:\n{screen}");
     assert!(screen.contains("Resumed “What is the capital"), "{screen}");
     assert!(

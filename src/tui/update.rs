@@ -335,7 +335,8 @@ fn engine_event(state: &mut State, event: EngineEvent) {
             if state.model.loading.as_ref().map(|l| &l.entry.path) == Some(&info.path) {
                 state.model.loading = None;
             }
-            let switched = state.conversation.has_messages();
+            // A resumed conversation's first model is loaded, not switched to.
+            let switched = state.conversation.has_messages() && state.model.loaded.is_some();
             state.conversation.push_notice(
                 NoticeLevel::Info,
                 format!(
