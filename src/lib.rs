@@ -9,6 +9,7 @@
 //! - [`hub`]: downloads from the Hugging Face hub into its standard cache.
 //! - [`models`]: the local models (header facts) and `taper models` / `models pull`.
 //! - [`paths`]: where models and data live.
+//! - [`sessions`]: saved conversations (format, files, export).
 //! - [`stats`]: usage figures, rates and process memory.
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
 //!   models (real files, or shape-only files written from the catalogue), each measured in
@@ -25,5 +26,6 @@ pub mod engine;
 pub mod hub;
 pub mod models;
 pub mod paths;
+pub mod sessions;
 pub mod stats;
 pub mod tui;

@@ -186,3 +186,61 @@ fn loading_shows_progress_and_the_input_stays_editable() {
     let terminal = draw(&mut h, 100, 24);
     insta::assert_snapshot!("loading", terminal.backend());
 }
+
+/// The sessions list with fixed entries: the open conversation (●), another, and a file
+/// written by a newer taper; then the question before a delete.
+#[test]
+fn sessions_list() {
+    use std::path::PathBuf;
+    use taper::sessions::{Listed, Summary};
+    let mut h = Harness::with_model();
+    h.state.session.dir = PathBuf::from("/data/sessions");
+    h.state.session.id = Some("20261130-101500-c0de".into());
+    h.send(ctrl('o'));
+    let listed = |id: &str, title: &str, messages, models: &[&str], at| Listed {
+        path: PathBuf::from(format!("/data/sessions/{id}.json")),
+        id: id.to_string(),
+        summary: Ok(Summary {
+            title: title.to_string(),
+            created_at: at,
+            updated_at: at,
+            messages,
+            models: models.iter().map(|m| m.to_string()).collect(),
+        }),
+        sort_time: at,
+    };
+    let entries = vec![
+        listed(
+            "20261130-101500-c0de",
+            "How do I print in Rust?",
+            4,
+            &[SMOL, GEMMA],
+            1_796_033_760,
+        ),
+        listed(
+            "20261129-180000-beef",
+            "Plan a three-day trip to Lisbon with a budget",
+            12,
+            &[GEMMA],
+            1_795_975_200,
+        ),
+        Listed {
+            path: PathBuf::from("/data/sessions/20261128-090000-f00d.json"),
+            id: "20261128-090000-f00d".into(),
+            summary: Err(
+                "written by a newer taper (format version 2; this one reads up to 1)".into(),
+            ),
+            sort_time: 1_795_870_800,
+        },
+    ];
+    h.send(Msg::Session(taper::tui::sessions::SessionMsg::Listed(
+        entries,
+    )));
+    h.send(key(KeyCode::Down));
+    memory(&mut h);
+    let terminal = draw(&mut h, 120, 30);
+    insta::assert_snapshot!("sessions_list", terminal.backend());
+    h.send(key(KeyCode::Char('d')));
+    let terminal = draw(&mut h, 120, 30);
+    insta::assert_snapshot!("sessions_confirm_delete", terminal.backend());
+}

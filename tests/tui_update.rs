@@ -8,6 +8,7 @@ use crossterm::event::KeyCode;
 use taper::chat::{Message, Role};
 use taper::engine::{EngineCommand, EngineEvent};
 use taper::stats::StopReason;
+use taper::tui::sessions::SessionEffect;
 use taper::tui::state::{AnswerStatus, EntryBody, NoticeLevel, Overlay};
 use taper::tui::{Effect, Msg};
 use tui_support::*;
@@ -141,7 +142,11 @@ fn escape_cancels_the_turn_and_keeps_the_partial_answer_marked_stopped() {
     let turn = h.ask("Tell me a story").turn_id;
     h.tokens(turn, &["Once", " upon"]);
     let fx = h.send(key(KeyCode::Esc));
-    assert!(matches!(fx.as_slice(), [Effect::Cancel(t)] if *t == turn));
+    // Cancelled, and the partial answer saved.
+    assert!(matches!(
+        fx.as_slice(),
+        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. })] if *t == turn
+    ));
     assert!(!h.state.generating());
     assert_eq!(answers(&h)[0].1, "Once upon");
     assert_eq!(answers(&h)[0].2, AnswerStatus::Stopped);
@@ -294,7 +299,11 @@ fn new_conversation_clears_the_history_and_cancels_any_answer() {
     let mut h = Harness::with_model();
     let turn = h.ask("Hi").turn_id;
     let fx = h.send(ctrl('n'));
-    assert!(matches!(fx.as_slice(), [Effect::Cancel(t)] if *t == turn));
+    // The conversation as it stood is saved before it goes.
+    assert!(matches!(
+        fx.as_slice(),
+        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. })] if *t == turn
+    ));
     assert!(h.state.conversation.entries.is_empty());
     let next = h.ask("Fresh start");
     assert_eq!(next.messages, vec![Message::user("Fresh start")]);

@@ -1,13 +1,16 @@
 //! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
-//! `taper tokenize`, `taper models` and `taper bench`; the flags they share and model lookup.
+//! `taper tokenize`, `taper models`, `taper bench`, `taper sessions` and `taper export`; the
+//! flags they share and model lookup.
 
 mod ask;
 mod bench;
 mod models;
+mod sessions;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
 pub use bench::BenchArgs;
 pub use models::{ModelsAction, ModelsArgs};
+pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::{Config, UserModel};
 use crate::engine::sampler::SamplingParams;
@@ -26,6 +29,10 @@ pub struct Cli {
     /// Read settings from this file instead of the config directory's config.toml.
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Continue a saved conversation in the chat: the most recent one, or SESSION (an id, a
+    /// unique prefix of one, or a session file).
+    #[arg(long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     /// Without a command: the full-screen chat (`taper chat`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -43,6 +50,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// The catalogue and the local models; `models pull NAME` downloads one.
     Models(ModelsArgs),
+    /// The saved conversations (`taper sessions list`).
+    Sessions(SessionsArgs),
+    /// Write a saved conversation as Markdown (or its raw JSON record).
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -97,6 +108,19 @@ impl SamplingArgs {
         }
     }
 
+    /// Only the flags given, over `base` (a resumed conversation's settings).
+    pub fn over(&self, base: SamplingParams) -> SamplingParams {
+        SamplingParams {
+            temperature: self.temperature.unwrap_or(base.temperature),
+            top_k: self.top_k.unwrap_or(base.top_k),
+            top_p: self.top_p.unwrap_or(base.top_p),
+            min_p: self.min_p.unwrap_or(base.min_p),
+            repeat_penalty: self.repeat_penalty.unwrap_or(base.repeat_penalty),
+            seed: self.seed.or(base.seed),
+            ..base
+        }
+    }
+
     pub fn max_tokens(&self, config: &Config) -> usize {
         self.max_tokens.unwrap_or(config.max_tokens())
     }
@@ -114,12 +138,20 @@ pub fn run(cli: Cli) -> Result<()> {
         None => Config::load(&paths::config_file(), false)?,
     };
     match cli.command {
-        None => crate::tui::run(Default::default(), &config),
+        None => {
+            let args = crate::tui::ChatArgs {
+                resume: cli.resume,
+                ..Default::default()
+            };
+            crate::tui::run(args, &config)
+        }
         Some(Command::Chat(args)) => crate::tui::run(args, &config),
         Some(Command::Ask(args)) => ask::ask(args, &config),
         Some(Command::Tokenize(args)) => ask::tokenize(args, &config),
         Some(Command::Bench(args)) => bench::bench(args, &config),
         Some(Command::Models(args)) => models::models(args, &config),
+        Some(Command::Sessions(args)) => sessions::sessions(args),
+        Some(Command::Export(args)) => sessions::export(args),
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::scan::{self, ModelSources};
 use super::state::{ModelEntry, State};
-use super::terminal::TerminalGuard;
+use super::terminal::{self, TerminalGuard};
 use super::ui::{self, ChatCache};
 use super::update::{update, Effect, Msg};
 use crate::engine::{EngineEvent, EngineHandle};
@@ -89,17 +89,31 @@ pub async fn run(config: AppConfig) -> Result<()> {
     let mut engine_open = true;
 
     loop {
-        for effect in effects.drain(..) {
-            if let Effect::Redraw = effect {
-                terminal.clear()?;
-                dirty = true;
-                continue;
-            }
-            if let Some(msg) = carry_out(effect, &engine, &sources, &scan_tx, &downloads) {
-                let more = update(&mut state, msg, Instant::now());
-                dirty = true;
-                // An engine that cannot take commands produces no further effects.
-                debug_assert!(more.is_empty());
+        // Effects can answer with a message whose update has effects of its own.
+        while !effects.is_empty() {
+            for effect in std::mem::take(&mut effects) {
+                match effect {
+                    Effect::Redraw => {
+                        terminal.clear()?;
+                        dirty = true;
+                    }
+                    Effect::Copy(text) => {
+                        // Through ratatui's own writer, between frames.
+                        let copied = terminal::copy_to_clipboard(terminal.backend_mut(), &text);
+                        if let Err(e) = copied {
+                            state.status = Some(format!("Could not copy: {e}"));
+                            dirty = true;
+                        }
+                    }
+                    effect => {
+                        if let Some(msg) =
+                            carry_out(effect, &engine, &sources, &scan_tx, &downloads)
+                        {
+                            effects.extend(update(&mut state, msg, Instant::now()));
+                            dirty = true;
+                        }
+                    }
+                }
             }
         }
         if state.quit {
@@ -227,7 +241,9 @@ fn carry_out(
             engine.cancel(turn_id);
             None
         }
-        Effect::Redraw => None,
+        Effect::Redraw | Effect::Copy(_) => None,
+        // Session files are small: saved right away, so a quit right after loses nothing.
+        Effect::Session(effect) => super::sessions::perform(effect),
         Effect::ScanModels => {
             let (sources, tx) = (sources.clone(), scans.clone());
             // Header reads are quick but are file I/O: never on the UI thread.

@@ -2,7 +2,7 @@
 //! The help overlay and the footer are drawn from the tables here, so they cannot drift
 //! from what the keys do.
 
-use super::state::{Overlay, State};
+use super::state::{ListMode, Overlay, State};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,40 @@ pub enum Action {
     FieldClear,
     /// Leave the edit without applying it.
     FieldCancel,
+    /// Saved conversations: the list overlay and export (handled in `tui::sessions`).
+    Session(SessionAction),
+    /// Copy to the clipboard (handled in `tui::copy`).
+    Copy(CopyWhat),
     Ignore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionAction {
+    /// Open the sessions list.
+    OpenList,
+    /// Write the conversation as Markdown.
+    Export,
+    Up,
+    Down,
+    /// Continue the selected session.
+    Load,
+    /// Start renaming the selected session.
+    Rename,
+    /// Ask to delete the selected session.
+    Delete,
+    /// Apply the rename, or delete after the confirmation.
+    Confirm,
+    /// Leave the rename or the confirmation.
+    Cancel,
+    Type(char),
+    Backspace,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyWhat {
+    LastAnswer,
+    /// The next code block, from the newest back.
+    CodeBlock,
 }
 
 /// Every key, grouped as the help overlay lists them: (group, keys, what they do).
@@ -66,6 +99,17 @@ pub const HELP: &[(&str, &str, &str)] = &[
     ("Chat", "Ctrl+P", "pick a model (the conversation is kept)"),
     ("Chat", "Ctrl+S", "system prompt and sampling settings"),
     ("Chat", "Ctrl+T", "show or fold thinking"),
+    (
+        "Chat",
+        "Ctrl+O",
+        "saved conversations: open, rename, delete",
+    ),
+    ("Chat", "Ctrl+E", "export the conversation as Markdown"),
+    (
+        "Chat",
+        "Ctrl+Y, Alt+Y",
+        "copy the last answer; a code block (Alt+Y cycles)",
+    ),
     (
         "Chat",
         "PgUp / PgDn, mouse wheel",
@@ -119,6 +163,7 @@ pub fn action(state: &State, key: &KeyEvent) -> Action {
         },
         Overlay::Picker => picker_action(key),
         Overlay::Settings => settings_action(state, key),
+        Overlay::Sessions => sessions_action(state, key),
     }
 }
 
@@ -135,6 +180,12 @@ fn chat_action(state: &State, key: &KeyEvent) -> Action {
         _ if ctrl(key, 'p') => Action::OpenPicker,
         _ if ctrl(key, 's') => Action::OpenSettings,
         _ if ctrl(key, 't') => Action::ToggleThinking,
+        _ if ctrl(key, 'o') => Action::Session(SessionAction::OpenList),
+        _ if ctrl(key, 'e') => Action::Session(SessionAction::Export),
+        _ if ctrl(key, 'y') => Action::Copy(CopyWhat::LastAnswer),
+        KeyCode::Char('y' | 'Y') if key.modifiers.contains(KeyModifiers::ALT) => {
+            Action::Copy(CopyWhat::CodeBlock)
+        }
         KeyCode::Esc => Action::Stop,
         KeyCode::F(1) => Action::OpenHelp,
         KeyCode::Char('?') if state.input.is_empty() => Action::OpenHelp,
@@ -188,6 +239,42 @@ fn settings_action(state: &State, key: &KeyEvent) -> Action {
     }
 }
 
+fn sessions_action(state: &State, key: &KeyEvent) -> Action {
+    use SessionAction as S;
+    let plain_char = match key.code {
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => Some(c),
+        _ => None,
+    };
+    let action = match &state.sessions.mode {
+        ListMode::Rename(_) => match key.code {
+            KeyCode::Esc => S::Cancel,
+            KeyCode::Enter => S::Confirm,
+            KeyCode::Backspace => S::Backspace,
+            _ => match plain_char {
+                Some(c) => S::Type(c),
+                None => return Action::Ignore,
+            },
+        },
+        ListMode::ConfirmDelete => match plain_char {
+            Some('y' | 'Y') => S::Confirm,
+            _ => S::Cancel,
+        },
+        ListMode::Browse => match key.code {
+            KeyCode::Up => S::Up,
+            KeyCode::Down | KeyCode::Tab => S::Down,
+            KeyCode::Enter => S::Load,
+            KeyCode::F(2) | KeyCode::Char('r') => S::Rename,
+            KeyCode::Delete | KeyCode::Char('d') => S::Delete,
+            _ if ctrl(key, 'p') => S::Up,
+            _ if ctrl(key, 'n') => S::Down,
+            KeyCode::Esc | KeyCode::Char('q') => S::Cancel,
+            _ if ctrl(key, 'o') => S::Cancel,
+            _ => return Action::Ignore,
+        },
+    };
+    Action::Session(action)
+}
+
 /// The keys that matter now, for the footer: (keys, what).
 pub fn footer(state: &State) -> Vec<(&'static str, &'static str)> {
     match state.overlay {
@@ -208,6 +295,18 @@ pub fn footer(state: &State) -> Vec<(&'static str, &'static str)> {
             ("Esc", "close"),
             ("Ctrl+Q", "quit"),
         ],
+        Overlay::Sessions => match state.sessions.mode {
+            ListMode::Browse => vec![
+                ("↑↓", "select"),
+                ("Enter", "open"),
+                ("r", "rename"),
+                ("d", "delete"),
+                ("Esc", "close"),
+                ("Ctrl+Q", "quit"),
+            ],
+            ListMode::Rename(_) => vec![("Enter", "rename"), ("Esc", "cancel")],
+            ListMode::ConfirmDelete => vec![("y", "delete"), ("n, Esc", "keep")],
+        },
         Overlay::None if state.model.download.is_some() && !state.generating() => vec![
             ("Esc", "stop download"),
             ("Ctrl+P", "model"),
@@ -233,6 +332,7 @@ pub fn footer(state: &State) -> Vec<(&'static str, &'static str)> {
             ("Ctrl+S", "settings"),
             ("Ctrl+R", "regenerate"),
             ("Ctrl+N", "new chat"),
+            ("Ctrl+O", "sessions"),
             ("Ctrl+T", "thinking"),
             ("?", "help"),
             ("Ctrl+Q", "quit"),

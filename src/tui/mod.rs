@@ -13,9 +13,11 @@
 //! and candle's barrier spin limit stays at its default (lowering it slowed decoding).
 
 pub mod app;
+pub mod copy;
 mod downloads;
 pub mod keymap;
 pub mod scan;
+pub mod sessions;
 pub mod state;
 pub mod terminal;
 pub mod ui;
@@ -56,18 +58,39 @@ pub struct ChatArgs {
     /// Most frames drawn per second while text streams [default: 15].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=120))]
     pub fps: Option<u32>,
+    /// Continue a saved conversation: the most recent one, or SESSION (an id, a unique prefix
+    /// of one, or a session file). Its system prompt and sampling apply unless given here;
+    /// without -m, the model that wrote its last answer is loaded if it is available.
+    #[arg(long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
 }
 
 /// Runs the chat until the user quits.
 pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        bail!("the chat needs a terminal; for pipes and scripts use `taper ask`");
-    }
     // Before any thread starts: candle reads these once.
     cli::set_threads(args.threads.or(config.threads))?;
 
     let models_dir = cli::models_dir(config);
-    let model = match args.model.as_deref().or(config.default_model.as_deref()) {
+    let resumed = match &args.resume {
+        Some(arg) => {
+            let dir = crate::sessions::sessions_dir();
+            Some(crate::sessions::store::load(
+                &crate::sessions::store::resolve(&dir, Some(arg))?,
+            )?)
+        }
+        None => None,
+    };
+    // After the session: a missing or unreadable one is reported even without a terminal.
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!("the chat needs a terminal; for pipes and scripts use `taper ask`");
+    }
+    let named = args.model.as_deref().or(config.default_model.as_deref());
+    // Resuming without a model: the one that wrote the last answer, when it can be found.
+    let last_model = resumed
+        .as_ref()
+        .and_then(|s| s.messages.iter().rev().find_map(|m| m.model.clone()))
+        .filter(|name| named.is_none() && cli::resolve(Some(name), config).is_ok());
+    let model = match named.or(last_model.as_deref()) {
         Some(name) => {
             let (path, user) = cli::resolve(Some(name), config)?;
             let mut entry = scan::describe(&path);
@@ -83,13 +106,24 @@ pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
     let settings = state::Settings {
         system_prompt: args
             .system
+            .clone()
             .or_else(|| config.system_prompt.clone())
             .unwrap_or_default(),
         sampling: args.sampling.params(config),
         max_tokens: args.sampling.max_tokens(config),
     };
     let context_size = args.ctx_size.unwrap_or(config.context_size());
-    let state = State::new(settings, context_size, models_dir, Instant::now());
+    let mut state = State::new(settings, context_size, models_dir, Instant::now());
+    if let Some(session) = resumed {
+        sessions::restore(&mut state, session);
+        // Flags given now win over the saved settings.
+        let s = &mut state.settings;
+        s.sampling = args.sampling.over(s.sampling.clone());
+        s.max_tokens = args.sampling.max_tokens.unwrap_or(s.max_tokens);
+        if let Some(system) = args.system {
+            s.system_prompt = system;
+        }
+    }
     let fps = args.fps.unwrap_or(DEFAULT_FPS).max(1);
     let app = app::AppConfig {
         state,

@@ -95,6 +95,23 @@ pub fn restore() {
     restore_stderr();
 }
 
+/// The OSC 52 escape that asks the terminal to put `text` on the system clipboard. It goes
+/// through the terminal itself, so it works over SSH (and in tmux with `set-clipboard on`).
+pub fn osc52(text: &str) -> String {
+    use base64::Engine;
+    format!(
+        "\x1b]52;c;{}\x07",
+        base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
+    )
+}
+
+/// Writes the clipboard escape to the terminal's writer (the one ratatui draws with, so it
+/// lands between frames, never inside one). It moves no cursor and draws nothing.
+pub fn copy_to_clipboard(out: &mut impl Write, text: &str) -> std::io::Result<()> {
+    out.write_all(osc52(text).as_bytes())?;
+    out.flush()
+}
+
 /// Points fd 2 at `log`. Best effort: if the log cannot be opened, stderr stays as it is.
 fn redirect_stderr(log: &Path) {
     if let Some(dir) = log.parent() {
@@ -147,4 +164,17 @@ fn install_panic_hook() {
             // engine catches its own and reports them as a failed load or answer.
         }));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clipboard_escape_is_osc_52_with_base64() {
+        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
+        let mut out = Vec::new();
+        copy_to_clipboard(&mut out, "fn main() {}\n").unwrap();
+        assert_eq!(out, b"\x1b]52;c;Zm4gbWFpbigpIHt9Cg==\x07");
+    }
 }

@@ -2,9 +2,10 @@
 //! carry out (commands for the engine, a cancel, a model scan). No I/O and no terminal here,
 //! so every behaviour is a unit test away (tests/tui_update.rs).
 
-use super::downloads;
 use super::keymap::{self, Action};
+use super::sessions::{self, SessionEffect, SessionMsg};
 use super::state::{AnswerStatus, Field, ModelEntry, NoticeLevel, Overlay, State};
+use super::{copy, downloads};
 use crate::engine::{EngineCommand, EngineEvent, GenerateRequest, LoadRequest};
 use crate::stats::StopReason;
 use crossterm::event::KeyEvent;
@@ -43,6 +44,8 @@ pub enum Msg {
     Downloaded(std::path::PathBuf),
     /// The download failed or was cancelled; the sentence to show.
     DownloadFailed(String),
+    /// What came of a session file operation.
+    Session(SessionMsg),
 }
 
 /// What the app must do after an update.
@@ -59,6 +62,10 @@ pub enum Effect {
     Download(crate::hub::HubFile),
     /// Stop the running download (its partial file is resumed next time).
     CancelDownload,
+    /// Save, list, open, rename, delete or export a session (`sessions::perform`).
+    Session(SessionEffect),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
 }
 
 pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
@@ -81,10 +88,25 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
                 }
             }
             Overlay::Help => {}
+            Overlay::Sessions => sessions::paste(state, &text),
         },
         Msg::Wheel(lines) => scroll_by(state, lines as isize * WHEEL_LINES as isize),
         Msg::Resize | Msg::Tick => {}
-        Msg::Engine(event) => engine_event(state, event),
+        Msg::Engine(event) => {
+            // A finished (or stopped, or failed) answer is saved as soon as it ends.
+            let ended = matches!(
+                event,
+                EngineEvent::Finished { .. }
+                    | EngineEvent::Failed {
+                        turn_id: Some(_),
+                        ..
+                    }
+            );
+            engine_event(state, event);
+            if ended {
+                sessions::autosave(state, &mut fx);
+            }
+        }
         Msg::EngineStopped => {
             if state.engine_alive {
                 state.engine_alive = false;
@@ -105,20 +127,25 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
         Msg::DownloadProgress { .. } | Msg::Downloaded(_) | Msg::DownloadFailed(_) => {
             downloads::message(state, msg, &mut fx)
         }
+        Msg::Session(msg) => sessions::message(state, msg),
     }
     fx
 }
 
 fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
     match action {
-        Action::Quit => state.quit = true,
+        Action::Quit => {
+            // Whatever the answer has so far is kept (as stopped).
+            sessions::autosave(state, fx);
+            state.quit = true;
+        }
         Action::Send => submit(state, fx),
         Action::Newline => state.input.newline(),
         Action::Stop => stop(state, fx),
         Action::Regenerate => regenerate(state, fx),
         Action::NewConversation => {
             cancel_active(state, fx);
-            state.conversation.clear();
+            sessions::new_conversation(state, fx);
             state.stats.last = None;
             state.scroll = Default::default();
             state.status = Some("New conversation".into());
@@ -182,6 +209,8 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
             state.form.editing = None;
             state.form.error = None;
         }
+        Action::Session(action) => sessions::act(state, action, fx),
+        Action::Copy(what) => copy::act(state, what, fx),
         Action::Ignore => {}
     }
 }
@@ -247,6 +276,7 @@ fn generate(state: &mut State, fx: &mut Vec<Effect>) {
 fn stop(state: &mut State, fx: &mut Vec<Effect>) {
     if state.generating() {
         cancel_active(state, fx);
+        sessions::autosave(state, fx);
         state.status = Some("Stopped".into());
     } else if state.model.download.is_some() {
         fx.push(Effect::CancelDownload);
@@ -305,7 +335,8 @@ fn engine_event(state: &mut State, event: EngineEvent) {
             if state.model.loading.as_ref().map(|l| &l.entry.path) == Some(&info.path) {
                 state.model.loading = None;
             }
-            let switched = state.conversation.has_messages();
+            // A resumed conversation's first model is loaded, not switched to.
+            let switched = state.conversation.has_messages() && state.model.loaded.is_some();
             state.conversation.push_notice(
                 NoticeLevel::Info,
                 format!(

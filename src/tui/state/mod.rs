@@ -1,11 +1,12 @@
 //! Everything the TUI shows, in one value. `update` changes it; `ui::render` draws it.
 //! One file per concern: the conversation, the editor, the model, live stats, the picker,
-//! the settings, and (here) the scroll position and which overlay is open.
+//! the settings, the saved session, and (here) the scroll position and which overlay is open.
 
 pub mod conversation;
 pub mod input;
 pub mod model;
 pub mod picker;
+pub mod session;
 pub mod settings;
 pub mod stats;
 
@@ -15,6 +16,7 @@ pub use conversation::{
 pub use input::InputState;
 pub use model::{Download, Loading, ModelState};
 pub use picker::{ModelEntry, PickerState};
+pub use session::{ListMode, SessionState, SessionsList};
 pub use settings::{Field, Settings, SettingsForm};
 pub use stats::{LiveStats, TurnPhase, TurnStats};
 
@@ -29,6 +31,8 @@ pub enum Overlay {
     Picker,
     Help,
     Settings,
+    /// The saved conversations (Ctrl+O).
+    Sessions,
 }
 
 /// The chat pane's scroll position. Following means the newest line is always in view.
@@ -68,6 +72,11 @@ pub struct State {
     pub picker: PickerState,
     pub settings: Settings,
     pub form: SettingsForm,
+    /// The file this conversation is saved in.
+    pub session: SessionState,
+    pub sessions: SessionsList,
+    /// The code blocks Alt+Y cycles through: (how many there were, the one copied last).
+    pub code_cursor: Option<(usize, usize)>,
     pub scroll: Scroll,
     pub viewport: Viewport,
     /// Show the text inside `<think>…</think>` instead of a one-line fold.
@@ -98,6 +107,13 @@ impl State {
             },
             settings,
             form: SettingsForm::default(),
+            session: SessionState::new(
+                crate::sessions::sessions_dir(),
+                now,
+                crate::sessions::time::now_s(),
+            ),
+            sessions: SessionsList::default(),
+            code_cursor: None,
             scroll: Scroll::default(),
             viewport: Viewport::default(),
             show_thinking: false,

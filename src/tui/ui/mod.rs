@@ -5,6 +5,7 @@
 mod chat;
 mod markdown;
 mod overlay;
+mod sessions;
 mod stats;
 mod theme;
 mod wrap;
@@ -60,6 +61,7 @@ pub fn render(frame: &mut Frame, state: &State, cache: &mut ChatCache) -> Viewpo
         Overlay::Picker => overlay::picker(frame, area, state),
         Overlay::Help => overlay::help(frame, area),
         Overlay::Settings => overlay::settings(frame, area, state),
+        Overlay::Sessions => sessions::render(frame, area, state),
     }
     Viewport {
         total_lines,

@@ -1,4 +1,5 @@
-//! The overlays drawn over the chat: the model picker, the help and the settings form.
+//! The overlays drawn over the chat: the model picker, the help and the settings form
+//! (the sessions list has its own file).
 
 use super::theme;
 use crate::stats::human_bytes;
@@ -21,7 +22,7 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
-fn popup(frame: &mut Frame, area: Rect, title: &str) -> Rect {
+pub(super) fn popup(frame: &mut Frame, area: Rect, title: &str) -> Rect {
     frame.render_widget(Clear, area);
     let block = Block::default()
         .borders(Borders::ALL)

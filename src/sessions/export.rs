@@ -1,0 +1,122 @@
+//! A session as a readable Markdown transcript (`taper export --markdown`, and the TUI's
+//! export key).
+
+use super::format::{SavedMessage, SavedStatus, Session};
+use super::time::format_utc;
+use crate::chat::Role;
+use std::fmt::Write;
+
+pub fn to_markdown(s: &Session) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "# {}\n", s.display_title());
+    let _ = writeln!(out, "- Session: `{}`", s.id);
+    let _ = writeln!(
+        out,
+        "- Started {}, last saved {}",
+        format_utc(s.created_at),
+        format_utc(s.updated_at)
+    );
+    let models = s.models();
+    if !models.is_empty() {
+        let _ = writeln!(out, "- Models: {}", models.join(", "));
+    }
+    let p = &s.sampling;
+    let seed = p.seed.map_or("random".to_string(), |s| s.to_string());
+    let _ = writeln!(
+        out,
+        "- Sampling: temperature {}, top-k {}, top-p {}, min-p {}, repeat penalty {}, seed {}, \
+         at most {} tokens",
+        p.temperature, p.top_k, p.top_p, p.min_p, p.repeat_penalty, seed, p.max_tokens
+    );
+    if !s.system_prompt.trim().is_empty() {
+        let _ = writeln!(out, "\n## System prompt\n");
+        for line in s.system_prompt.lines() {
+            let _ = writeln!(out, "> {line}");
+        }
+    }
+    for m in &s.messages {
+        let _ = writeln!(out, "\n---\n\n## {}\n", heading(m));
+        let content = m.content.trim_end();
+        if !content.is_empty() {
+            let _ = writeln!(out, "{content}");
+            // An unclosed fence (a stopped answer) would swallow the rest of the transcript.
+            if content
+                .lines()
+                .filter(|l| l.trim_start().starts_with("```"))
+                .count()
+                % 2
+                == 1
+            {
+                let _ = writeln!(out, "```");
+            }
+        }
+        match (m.status, &m.error) {
+            (Some(SavedStatus::Stopped), _) => {
+                let _ = writeln!(out, "\n*(stopped)*");
+            }
+            (Some(SavedStatus::Failed), Some(e)) => {
+                let _ = writeln!(out, "\n*(failed: {e})*");
+            }
+            (Some(SavedStatus::Failed), None) => {
+                let _ = writeln!(out, "\n*(failed)*");
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn heading(m: &SavedMessage) -> String {
+    let time = format_utc(m.at);
+    match m.role {
+        Role::User => format!("You · {time}"),
+        Role::System => format!("System · {time}"),
+        Role::Assistant => {
+            let model = m.model.as_deref().unwrap_or("assistant");
+            match &m.usage {
+                Some(u) => format!(
+                    "{model} · {time} · {} prompt + {} generated tokens, {:.1} tok/s, \
+                     first token after {:.2} s",
+                    u.prompt_tokens, u.generated_tokens, u.decode_tok_s, u.ttft_s
+                ),
+                None => format!("{model} · {time}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::format::tests::sample;
+
+    #[test]
+    fn the_transcript_has_the_messages_models_and_figures() {
+        let md = to_markdown(&sample());
+        assert!(md.starts_with("# What is 2+2?\n"), "{md}");
+        assert!(md.contains("- Models: SmolLM2\n"), "{md}");
+        assert!(md.contains("## System prompt\n\n> Be brief.\n"), "{md}");
+        assert!(
+            md.contains("## You · 2025-11-30 12:48 UTC\n\nWhat is 2+2?\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "## SmolLM2 · 2025-11-30 12:48 UTC · 20 prompt + 5 generated tokens, \
+                 50.0 tok/s, first token after 0.10 s\n\nIt is 4.\n"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("stopped"), "{md}");
+    }
+
+    #[test]
+    fn a_stopped_answer_inside_a_code_block_is_closed_and_marked() {
+        let mut s = sample();
+        s.messages[1].content = "```rust\nfn main() {".into();
+        s.messages[1].status = Some(SavedStatus::Stopped);
+        let md = to_markdown(&s);
+        assert!(md.contains("fn main() {\n```\n\n*(stopped)*\n"), "{md}");
+    }
+}

@@ -1,0 +1,415 @@
+//! The saved-conversation record (docs/session-format.md) and its reader, `parse_session`:
+//! a pure function of the bytes, bounded and panic-free, so a fuzz target can call it.
+
+use crate::chat::Role;
+use crate::engine::sampler::SamplingParams;
+use crate::stats::{StopReason, Usage};
+use serde::{Deserialize, Serialize};
+
+/// What `"format"` must say: a JSON file that is something else is not taken for a session.
+pub const FORMAT_NAME: &str = "taper-session";
+/// The version this build writes, and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Larger files are refused before they are read whole (a long chat is well under 1 MiB).
+pub const MAX_SESSION_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One saved conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub format: String,
+    pub version: u32,
+    /// Also the file's name (`<id>.json`).
+    pub id: String,
+    pub title: String,
+    /// Seconds since the Unix epoch (UTC).
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub system_prompt: String,
+    /// The settings of the latest answer.
+    pub sampling: SavedSampling,
+    pub messages: Vec<SavedMessage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedSampling {
+    pub temperature: f32,
+    pub top_k: usize,
+    pub top_p: f32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    pub repeat_last_n: usize,
+    pub seed: Option<u64>,
+    pub max_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedMessage {
+    /// `user` or `assistant` (the system prompt is `Session::system_prompt`).
+    pub role: Role,
+    pub content: String,
+    /// When it was written (seconds since the Unix epoch, UTC).
+    pub at: u64,
+    /// Assistant messages only: the model that wrote it (its name, as the TUI shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Assistant messages only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<SavedStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SavedUsage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SavedStatus {
+    Done,
+    Stopped,
+    Failed,
+}
+
+/// The engine's figures for one answer, as it reported them (rates derived once, here, so a
+/// reader needs no formula).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedUsage {
+    pub prompt_tokens: usize,
+    pub cached_tokens: usize,
+    pub generated_tokens: usize,
+    pub ttft_s: f64,
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    pub prefill_tok_s: f64,
+    pub decode_tok_s: f64,
+    pub context_size: usize,
+    pub dropped_messages: usize,
+    pub stop: Option<StopReason>,
+}
+
+impl SavedSampling {
+    pub fn new(params: &SamplingParams, max_tokens: usize) -> Self {
+        Self {
+            temperature: params.temperature,
+            top_k: params.top_k,
+            top_p: params.top_p,
+            min_p: params.min_p,
+            repeat_penalty: params.repeat_penalty,
+            repeat_last_n: params.repeat_last_n,
+            seed: params.seed,
+            max_tokens,
+        }
+    }
+
+    pub fn params(&self) -> SamplingParams {
+        SamplingParams {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            seed: self.seed,
+        }
+    }
+}
+
+impl From<&Usage> for SavedUsage {
+    fn from(u: &Usage) -> Self {
+        Self {
+            prompt_tokens: u.prompt_tokens,
+            cached_tokens: u.cached_tokens,
+            generated_tokens: u.generated_tokens,
+            ttft_s: u.ttft_s,
+            prefill_s: u.prefill_s,
+            decode_s: u.decode_s,
+            prefill_tok_s: u.prefill_tok_s(),
+            decode_tok_s: u.decode_tok_s(),
+            context_size: u.context_size,
+            dropped_messages: u.dropped_messages,
+            stop: u.stop,
+        }
+    }
+}
+
+impl From<&SavedUsage> for Usage {
+    fn from(u: &SavedUsage) -> Self {
+        Self {
+            prompt_tokens: u.prompt_tokens,
+            cached_tokens: u.cached_tokens,
+            prefill_s: u.prefill_s,
+            ttft_s: u.ttft_s,
+            generated_tokens: u.generated_tokens,
+            decode_s: u.decode_s,
+            dropped_messages: u.dropped_messages,
+            context_size: u.context_size,
+            stop: u.stop,
+        }
+    }
+}
+
+impl Session {
+    /// An empty record of the current version.
+    pub fn new(
+        id: impl Into<String>,
+        at: u64,
+        system_prompt: &str,
+        sampling: SavedSampling,
+    ) -> Self {
+        Self {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            id: id.into(),
+            title: String::new(),
+            created_at: at,
+            updated_at: at,
+            system_prompt: system_prompt.to_string(),
+            sampling,
+            messages: Vec::new(),
+        }
+    }
+
+    /// The title, or (untitled) the start of the first question.
+    pub fn display_title(&self) -> String {
+        if !self.title.trim().is_empty() {
+            return self.title.clone();
+        }
+        self.messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| title_from(&m.content))
+            .unwrap_or_else(|| "(empty)".to_string())
+    }
+
+    /// The distinct models that answered, in order of first answer.
+    pub fn models(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for name in self.messages.iter().filter_map(|m| m.model.as_deref()) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
+
+    /// The file's bytes: pretty JSON (people read and diff these) ending in a newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Serialising plain data with string keys cannot fail.
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+/// A one-line title from a message: its first line, at most 60 characters.
+pub fn title_from(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
+
+/// Why bytes are not a session this build can use.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    #[error("the file is too large ({0} bytes; sessions are at most {MAX_SESSION_BYTES})")]
+    TooLarge(u64),
+    #[error("not valid JSON: {0}")]
+    NotJson(String),
+    #[error("not a taper session (no \"format\": \"{FORMAT_NAME}\")")]
+    NotASession,
+    #[error(
+        "written by a newer taper (format version {0}; this one reads up to {FORMAT_VERSION})"
+    )]
+    TooNew(u64),
+    #[error("unknown format version {0}")]
+    UnknownVersion(String),
+    #[error("corrupted: {0}")]
+    Corrupted(String),
+}
+
+/// Just enough to tell the version before reading the rest.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<serde_json::Value>,
+    version: Option<serde_json::Value>,
+}
+
+/// Reads a session file's bytes. Never panics; refuses input over [`MAX_SESSION_BYTES`].
+pub fn parse_session(bytes: &[u8]) -> Result<Session, SessionError> {
+    if bytes.len() as u64 > MAX_SESSION_BYTES {
+        return Err(SessionError::TooLarge(bytes.len() as u64));
+    }
+    // serde_json limits nesting depth, so hostile input cannot exhaust the stack.
+    let header: Header = match serde_json::from_slice(bytes) {
+        Ok(h) => h,
+        Err(e) if e.is_data() => return Err(SessionError::NotASession),
+        Err(e) => return Err(SessionError::NotJson(e.to_string())),
+    };
+    if header.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        return Err(SessionError::NotASession);
+    }
+    match header.version {
+        Some(serde_json::Value::Number(n)) => match n.as_u64() {
+            Some(v) if v > FORMAT_VERSION as u64 => return Err(SessionError::TooNew(v)),
+            Some(v) if v >= 1 => {}
+            _ => return Err(SessionError::UnknownVersion(n.to_string())),
+        },
+        Some(other) => return Err(SessionError::UnknownVersion(other.to_string())),
+        None => return Err(SessionError::UnknownVersion("(missing)".to_string())),
+    }
+    let session: Session =
+        serde_json::from_slice(bytes).map_err(|e| SessionError::Corrupted(e.to_string()))?;
+    validate(&session)?;
+    Ok(session)
+}
+
+/// What serde cannot check: the id is a safe file name; only user and assistant messages.
+fn validate(s: &Session) -> Result<(), SessionError> {
+    if !valid_id(&s.id) {
+        return Err(SessionError::Corrupted(format!("bad id {:?}", s.id)));
+    }
+    if s.messages.iter().any(|m| m.role == Role::System) {
+        return Err(SessionError::Corrupted(
+            "a system message among the messages (the system prompt has its own field)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Ids name files: ASCII letters, digits, `-` and `_`, 1 to 64 of them.
+pub fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Session {
+        let sampling = SavedSampling::new(&SamplingParams::default(), 512);
+        let mut s = Session::new("20261130-124817-00ab", 1_764_506_897, "Be brief.", sampling);
+        s.messages.push(SavedMessage {
+            role: Role::User,
+            content: "What is 2+2?".into(),
+            at: 1_764_506_900,
+            model: None,
+            status: None,
+            error: None,
+            usage: None,
+        });
+        let usage = Usage {
+            prompt_tokens: 20,
+            generated_tokens: 5,
+            ttft_s: 0.1,
+            decode_s: 0.08,
+            stop: Some(StopReason::EndOfTurn),
+            ..Usage::default()
+        };
+        s.messages.push(SavedMessage {
+            role: Role::Assistant,
+            content: "It is 4.".into(),
+            at: 1_764_506_901,
+            model: Some("SmolLM2".into()),
+            status: Some(SavedStatus::Done),
+            error: None,
+            usage: Some((&usage).into()),
+        });
+        s
+    }
+
+    #[test]
+    fn a_session_survives_a_round_trip() {
+        let s = sample();
+        let back = parse_session(&s.to_bytes()).unwrap();
+        assert_eq!(back, s);
+        let usage = back.messages[1].usage.as_ref().unwrap();
+        assert_eq!(usage.decode_tok_s, 50.0);
+        assert_eq!(Usage::from(usage).generated_tokens, 5);
+    }
+
+    #[test]
+    fn a_newer_version_is_refused_by_number() {
+        let text = String::from_utf8(sample().to_bytes())
+            .unwrap()
+            .replace("\"version\": 1", "\"version\": 7");
+        assert_eq!(parse_session(text.as_bytes()), Err(SessionError::TooNew(7)));
+    }
+
+    #[test]
+    fn odd_versions_are_unknown() {
+        for v in ["0", "\"1\"", "-1", "1.5", "null"] {
+            let text = String::from_utf8(sample().to_bytes())
+                .unwrap()
+                .replace("\"version\": 1", &format!("\"version\": {v}"));
+            assert!(
+                matches!(
+                    parse_session(text.as_bytes()),
+                    Err(SessionError::UnknownVersion(_))
+                ),
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn corrupted_and_foreign_files_are_told_apart() {
+        let bytes = sample().to_bytes();
+        assert!(matches!(
+            parse_session(&bytes[..bytes.len() / 2]),
+            Err(SessionError::NotJson(_))
+        ));
+        assert_eq!(parse_session(b"[1,2]"), Err(SessionError::NotASession));
+        assert_eq!(
+            parse_session(b"{\"format\":\"other\",\"version\":1}"),
+            Err(SessionError::NotASession)
+        );
+        let missing = b"{\"format\":\"taper-session\",\"version\":1,\"id\":\"x\"}";
+        assert!(matches!(
+            parse_session(missing),
+            Err(SessionError::Corrupted(_))
+        ));
+        let bad_id = String::from_utf8(bytes.clone())
+            .unwrap()
+            .replace("20261130-124817-00ab", "../../etc/passwd");
+        assert!(matches!(
+            parse_session(bad_id.as_bytes()),
+            Err(SessionError::Corrupted(_))
+        ));
+    }
+
+    #[test]
+    fn hostile_input_is_an_error_not_a_panic() {
+        let deep = "[".repeat(100_000);
+        assert!(parse_session(deep.as_bytes()).is_err());
+        assert!(parse_session(&[0xff, 0xfe, 0x00]).is_err());
+        assert!(parse_session(b"").is_err());
+        let big = vec![b' '; MAX_SESSION_BYTES as usize + 1];
+        assert_eq!(
+            parse_session(&big),
+            Err(SessionError::TooLarge(MAX_SESSION_BYTES + 1))
+        );
+        // Every prefix of a valid file: never a panic.
+        let bytes = sample().to_bytes();
+        for end in 0..bytes.len() {
+            let _ = parse_session(&bytes[..end]);
+        }
+    }
+
+    #[test]
+    fn titles_come_from_the_first_question() {
+        let mut s = sample();
+        assert_eq!(s.display_title(), "What is 2+2?");
+        s.title = "Sums".into();
+        assert_eq!(s.display_title(), "Sums");
+        assert_eq!(title_from(&"x".repeat(70)).chars().count(), 61);
+    }
+}
