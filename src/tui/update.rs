@@ -305,7 +305,9 @@ fn engine_event(state: &mut State, event: EngineEvent) {
             if state.model.loading.as_ref().map(|l| &l.entry.path) == Some(&info.path) {
                 state.model.loading = None;
             }
-            let switched = state.conversation.has_messages();
+            // A switch when another model answered before; a question typed while the first
+            // model loaded is answered by it, and that is just a load.
+            let switched = state.model.loaded.is_some() && state.conversation.has_messages();
             state.conversation.push_notice(
                 NoticeLevel::Info,
                 format!(
