@@ -10,7 +10,7 @@ mod tui_support;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use tui_support::tmux::{shell_command, stat, Tmux};
+use tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
 
 const LOAD: Duration = Duration::from_secs(180);
 const ANSWER: Duration = Duration::from_secs(300);
@@ -33,34 +33,6 @@ fn home() -> tempfile::TempDir {
 
 fn path(home: &tempfile::TempDir) -> String {
     home.path().display().to_string()
-}
-
-/// After the program has exited: a clean exit code, a cooked terminal, no alternate screen,
-/// a visible cursor and no mouse reporting.
-fn assert_terminal_restored(tmux: &Tmux, code: &str) -> String {
-    let screen = tmux.wait_text("TTY ", QUICK);
-    assert!(screen.contains(&format!("EXITED {code}")), "{screen}");
-    let tty = screen.lines().find(|l| l.starts_with("TTY ")).unwrap_or("");
-    assert!(
-        tty.contains(" icanon") && tty.contains(" echo"),
-        "raw mode left on: {tty}"
-    );
-    assert!(
-        !tty.contains("-icanon") && !tty.contains("-echo"),
-        "raw mode left on: {tty}"
-    );
-    assert_eq!(
-        tmux.format("#{alternate_on}"),
-        "0",
-        "still in the alternate screen"
-    );
-    assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor is hidden");
-    assert_eq!(
-        tmux.format("#{mouse_any_flag}"),
-        "0",
-        "mouse reporting left on"
-    );
-    screen
 }
 
 /// The first line of the message editor.

@@ -447,3 +447,28 @@ fn regenerating_after_a_model_switch_answers_with_the_new_model() {
     // The switch notice stays in the chat.
     assert!(notices(&h).iter().any(|(_, t)| t.contains("Switched to")));
 }
+
+#[test]
+fn a_question_sent_while_the_first_model_loads_is_answered_by_it_after_a_plain_load_notice() {
+    let mut h = Harness::empty();
+    h.send(Msg::Load(entry(SMOL, "llama", "Q4_1", 1)));
+    let turn = h.ask("Hi").turn_id;
+    h.engine(EngineEvent::Loaded {
+        info: info(SMOL, "llama"),
+        notices: vec![],
+    });
+    let texts: Vec<String> = notices(&h).into_iter().map(|(_, t)| t).collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with(&format!("Loaded {SMOL}"))),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t.contains("Switched")), "{texts:?}");
+    h.tokens(turn, &["Hello"]);
+    h.finish(turn, usage(5, 0, 1, StopReason::EndOfTurn));
+    assert_eq!(
+        answers(&h),
+        vec![(SMOL.to_string(), "Hello".to_string(), AnswerStatus::Done)]
+    );
+}

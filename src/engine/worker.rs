@@ -5,7 +5,7 @@ use super::detokenizer::Detokenizer;
 use super::gguf::GgufHeader;
 use super::model::{self, LanguageModel, ModelConfig};
 use super::sampler::Sampler;
-use super::session::{fit_conversation, CachedSequence};
+use super::session::{fit_conversation, CachedSequence, Window};
 use super::template::ChatTemplate;
 use super::tokenizer::TextTokenizer;
 use super::{
@@ -27,6 +27,8 @@ struct Loaded {
     tokenizer: TextTokenizer,
     template: ChatTemplate,
     cached: CachedSequence,
+    /// Which old messages the last prompt left out; the next turn leaves out the same.
+    window: Window,
 }
 
 /// The worker's ends of the event channel and the cancel flag.
@@ -131,20 +133,28 @@ impl Worker {
         let fitted = if request.raw {
             // No template: only the last message's text, as is.
             let last = request.messages.len().saturating_sub(1);
-            fit_conversation(&request.messages[last..], budget, |msgs| {
-                let text = msgs.last().map(|m| m.content.as_str()).unwrap_or("");
-                with_bos(&loaded.tokenizer, loaded.tokenizer.encode(text)?, false)
-            })?
+            fit_conversation(
+                &request.messages[last..],
+                budget,
+                Window::default(),
+                |msgs| {
+                    let text = msgs.last().map(|m| m.content.as_str()).unwrap_or("");
+                    with_bos(&loaded.tokenizer, loaded.tokenizer.encode(text)?, false)
+                },
+            )?
         } else {
             let (tokenizer, template) = (&loaded.tokenizer, &loaded.template);
             let bos = tokenizer.bos_token().unwrap_or_default();
             let eos = tokenizer.eos_token().unwrap_or_default();
-            fit_conversation(&request.messages, budget, |msgs| {
+            fit_conversation(&request.messages, budget, loaded.window, |msgs| {
                 let text = template.render(msgs, true, &bos, &eos)?;
                 let has_bos = !bos.is_empty() && ChatTemplate::starts_with_bos(&text, &bos);
                 with_bos(tokenizer, tokenizer.encode(&text)?, has_bos)
             })?
         };
+        if !request.raw {
+            loaded.window = fitted.window;
+        }
         let prompt = fitted.tokens;
 
         // Reuse the longest common prefix of what is cached; re-read only the rest.
@@ -268,6 +278,7 @@ fn load_model(request: &LoadRequest) -> Result<(Loaded, Vec<String>, ModelInfo)>
         tokenizer,
         template,
         cached: CachedSequence::default(),
+        window: Window::default(),
     };
     Ok((loaded, notices, info))
 }

@@ -335,8 +335,9 @@ fn engine_event(state: &mut State, event: EngineEvent) {
             if state.model.loading.as_ref().map(|l| &l.entry.path) == Some(&info.path) {
                 state.model.loading = None;
             }
-            // A resumed conversation's first model is loaded, not switched to.
-            let switched = state.conversation.has_messages() && state.model.loaded.is_some();
+            // A switch when another model answered before; a resumed conversation's first
+            // model, or a question typed while the first model loaded, is just a load.
+            let switched = state.model.loaded.is_some() && state.conversation.has_messages();
             state.conversation.push_notice(
                 NoticeLevel::Info,
                 format!(

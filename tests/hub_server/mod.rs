@@ -15,6 +15,8 @@ pub type RequestLog = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 pub struct HubServer {
     pub endpoint: String,
+    /// Whether files the server does not know are served as a never-ending trickle.
+    pub trickle: bool,
     pub content: Arc<Vec<u8>>,
     /// Every request line and its Range header, in order.
     pub log: RequestLog,
@@ -33,8 +35,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The size the trickle claims: far more than it ever sends in a test.
+pub const TRICKLE_SIZE: u64 = 400_000_000;
+
 impl HubServer {
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// A server that answers every other `resolve` URL (a catalogue model, say) with a file
+    /// of [`TRICKLE_SIZE`] bytes sent slowly, so a download stays in progress until it is
+    /// cancelled or its client goes away.
+    pub fn start_trickle() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(trickle: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let content = Arc::new(content());
@@ -44,12 +60,13 @@ impl HubServer {
             for stream in listener.incoming().flatten() {
                 let (c, l, e) = (c.clone(), l.clone(), e.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(stream, &c, &l, &e);
+                    let _ = serve(stream, &c, &l, &e, trickle);
                 });
             }
         });
         Self {
             endpoint,
+            trickle,
             content,
             log,
         }
@@ -70,6 +87,7 @@ fn serve(
     content: &[u8],
     log: &RequestLog,
     endpoint: &str,
+    trickle: bool,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -106,8 +124,40 @@ fn serve(
             Some(_) => head(&mut out, "403 Forbidden", ""),
             None => head(&mut out, "401 Unauthorized", ""),
         },
+        p if trickle && p.contains("/resolve/") => send_trickle(&mut out, range.as_deref()),
         _ => head(&mut out, "404 Not Found", ""),
     }
+}
+
+/// A range of the trickle file: zeros, 16 KiB every 200 ms, until the client hangs up.
+fn send_trickle(out: &mut TcpStream, range: Option<&str>) -> std::io::Result<()> {
+    let start: u64 = range
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.split('-').next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    // The metadata request asks for one byte; the transfer for the rest.
+    let end = match range {
+        Some("bytes=0-0") => 1,
+        _ => TRICKLE_SIZE,
+    };
+    write!(
+        out,
+        "HTTP/1.1 206 Partial Content\r\nx-repo-commit: {COMMIT}\r\netag: \"trickle\"\r\n\
+         content-range: bytes {start}-{}/{TRICKLE_SIZE}\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n",
+        end - 1,
+        end - start
+    )?;
+    let mut left = end - start;
+    let chunk = [0u8; 16 * 1024];
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        out.write_all(&chunk[..n])?;
+        left -= n as u64;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    out.flush()
 }
 
 fn head(out: &mut TcpStream, status: &str, headers: &str) -> std::io::Result<()> {

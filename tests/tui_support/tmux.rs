@@ -98,6 +98,34 @@ impl Drop for Tmux {
     }
 }
 
+/// After the program has exited: the exit `code`, a cooked terminal, no alternate screen, a
+/// visible cursor and no mouse reporting. Returns the screen.
+pub fn assert_terminal_restored(tmux: &Tmux, code: &str) -> String {
+    let screen = tmux.wait_text("TTY ", Duration::from_secs(30));
+    assert!(screen.contains(&format!("EXITED {code}")), "{screen}");
+    let tty = screen.lines().find(|l| l.starts_with("TTY ")).unwrap_or("");
+    assert!(
+        tty.contains(" icanon") && tty.contains(" echo"),
+        "raw mode left on: {tty}"
+    );
+    assert!(
+        !tty.contains("-icanon") && !tty.contains("-echo"),
+        "raw mode left on: {tty}"
+    );
+    assert_eq!(
+        tmux.format("#{alternate_on}"),
+        "0",
+        "still in the alternate screen"
+    );
+    assert_eq!(tmux.format("#{cursor_flag}"), "1", "the cursor is hidden");
+    assert_eq!(
+        tmux.format("#{mouse_any_flag}"),
+        "0",
+        "mouse reporting left on"
+    );
+    screen
+}
+
 /// A shell command line: the binary with `args` in `home`, then, after it exits, its exit
 /// status and the terminal's line discipline (`icanon`/`echo`, or `-icanon`/`-echo` if raw
 /// mode was left on), and a pause so the pane stays readable.
