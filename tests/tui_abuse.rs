@@ -85,25 +85,24 @@ fn after_quit(tmux: &Tmux, home: &Home) {
     saved_sessions_intact(home.path());
 }
 
-/// Saved sessions must survive every way of quitting. Today (before sessions are saved)
-/// this checks that every file in `sessions/` is complete JSON and that no temporary file was
-/// left behind; once saving lands, this is the place to assert that the quit's session is
-/// there and holds the conversation.
+/// Saved sessions must survive every way of quitting: every file in `sessions/` reads back as
+/// a session, and no temporary file of a save was left behind.
 fn saved_sessions_intact(home: &Path) {
     let Ok(entries) = std::fs::read_dir(home.join("sessions")) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{} is unreadable: {e}", path.display()));
+        // A clean quit leaves no temporary file of an unfinished save behind.
         assert!(
             path.extension().is_some_and(|e| e == "json"),
             "a stray file in sessions/: {}",
             path.display()
         );
-        if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
-            panic!("{} is not complete JSON: {e}", path.display());
+        let bytes = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{} is unreadable: {e}", path.display()));
+        if let Err(e) = taper::sessions::format::parse_session(&bytes) {
+            panic!("{} is not an intact session: {e}", path.display());
         }
     }
 }
@@ -251,6 +250,12 @@ fn a_pasted_megabyte_can_be_cleared_and_the_chat_goes_on() {
     tmux.wait_text("Settings (apply to the next answer)", QUICK);
     press(&tmux, &["C-q"]);
     after_quit(&tmux, &home);
+    // The answered question was saved, and the session names it.
+    let saved: Vec<_> = std::fs::read_dir(home.path().join("sessions"))
+        .expect("a sessions directory")
+        .flatten()
+        .collect();
+    assert_eq!(saved.len(), 1, "one conversation, one session file");
 }
 
 #[test]
