@@ -1,0 +1,332 @@
+//! AVX-512 VNNI kernels: 512-bit `vpdpbusd` (u8 × i8 → i32) for the 32-element formats and
+//! `vpmaddubsw` + `vpdpwssd` for the k-quants, two blocks (or 64 quants) per instruction.
+//!
+//! Every lane holds the same integer as the matching AVX2 lane (integer sums are exact, so only
+//! which products meet in a lane matters), and the float work after it is the AVX2 kernels'
+//! operations in their order, so the results are bit-identical to [`super::avx2`]'s: switching
+//! to these changes no output.
+//!
+//! The sign: `vpdpbusd` wants one unsigned operand. The 32-element weights are stored (or
+//! turned into) unsigned `u` with a fixed offset, value `u - off` (Q4_0: 8, Q5_0: 16, Q8_0:
+//! 128 after flipping the sign bit, Q4_1: 0), so `Σ (u - off)·y = Σ u·y - off·Σ y`; the
+//! correction `-off·Σ y` of each group of four activations depends only on the activation row,
+//! so it is computed once per call ([`Pair`]) and is the starting value of `vpdpbusd`.
+//!
+//! Soundness: as in [`super::avx2`]: the `#[target_feature]` functions are private and run only
+//! from the public wrappers, which take a [`Vnni`] token that exists only if [`Vnni::detect`]
+//! found every feature they are compiled for; the wrappers check the lengths, every load goes
+//! through a function taking a fixed-size array, and loads are unaligned.
+
+use super::avx2::{arr, f16_at, hsum, load32, nibbles};
+use super::{Q8Block, Q8KBlock, QK};
+use core::arch::x86_64::*;
+
+/// Proof that the CPU has AVX-512 F, BW, VL and VNNI, and AVX2, FMA and F16C.
+#[derive(Clone, Copy, Debug)]
+pub struct Vnni(());
+
+impl Vnni {
+    pub fn detect() -> Option<Self> {
+        (is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c"))
+        .then_some(Self(()))
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn load64<T: Copy>(b: &[T; 64]) -> __m512i {
+    const { assert!(std::mem::size_of::<T>() == 1) };
+    // SAFETY: `b` is 64 one-byte elements (asserted above); loadu has no alignment requirement.
+    unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn load_i32(b: &[i32; 16]) -> __m512i {
+    // SAFETY: `b` is 64 readable bytes; loadu has no alignment requirement.
+    unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn load_f32(b: &[f32; 16]) -> __m512 {
+    // SAFETY: `b` is 16 readable f32; loadu has no alignment requirement.
+    unsafe { _mm512_loadu_ps(b.as_ptr()) }
+}
+
+/// `[lo, hi]` as one 512-bit vector.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn join(lo: __m256i, hi: __m256i) -> __m512i {
+    _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)
+}
+
+/// Lower eight lanes plus upper eight lanes (exact: integers).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn fold(x: __m512i) -> __m256i {
+    _mm256_add_epi32(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1))
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn hi_ps(x: __m512) -> __m256 {
+    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
+}
+
+/// Two consecutive activation blocks laid out for 512-bit loads: their 64 quants, the
+/// correction `-off · Σ` of each group of four quants (the lanes of `vpdpbusd`), and their
+/// scales, eight lanes each. A missing second block is zeros.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Pair {
+    y: [i8; 2 * QK],
+    corr: [i32; 16],
+    da: [f32; 16],
+}
+
+fn prepare(a: &[Q8Block], off: i32) -> Vec<Pair> {
+    a.chunks(2)
+        .map(|blocks| {
+            let mut p = Pair {
+                y: [0; 2 * QK],
+                corr: [0; 16],
+                da: [0.0; 16],
+            };
+            for (h, b) in blocks.iter().enumerate() {
+                p.y[QK * h..QK * (h + 1)].copy_from_slice(&b.qs);
+                for (c, g) in p.corr[8 * h..8 * (h + 1)]
+                    .iter_mut()
+                    .zip(b.qs.chunks_exact(4))
+                {
+                    *c = -off * g.iter().map(|&q| q as i32).sum::<i32>();
+                }
+                p.da[8 * h..8 * (h + 1)].fill(b.d);
+            }
+            p
+        })
+        .collect()
+}
+
+/// The 32-element formats, as const-generic tags (so each kernel is compiled for one).
+const Q4_0: u8 = 0;
+const Q4_1: u8 = 1;
+const Q5_0: u8 = 2;
+const Q8_0: u8 = 3;
+
+/// Bytes per block and the offset of the unsigned quants (see the module comment).
+const fn layout(kind: u8) -> (usize, i32) {
+    match kind {
+        Q4_0 => (18, 8),
+        Q4_1 => (20, 0),
+        Q5_0 => (22, 16),
+        _ => (34, 128),
+    }
+}
+
+/// The unsigned quants of blocks `b0` and `b1` (each one whole block) in bytes 0..32, 32..64.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn unpack<const K: u8>(b0: &[u8], b1: &[u8]) -> __m512i {
+    match K {
+        Q4_0 => join(nibbles(arr(b0, 2)), nibbles(arr(b1, 2))),
+        Q4_1 => join(nibbles(arr(b0, 4)), nibbles(arr(b1, 4))),
+        Q5_0 => {
+            let u = join(nibbles(arr(b0, 6)), nibbles(arr(b1, 6)));
+            // Bit i of `qh` is the fifth bit of element i: add 16 there.
+            let h0 = u32::from_le_bytes(*arr(b0, 2)) as u64;
+            let h1 = u32::from_le_bytes(*arr(b1, 2)) as u64;
+            _mm512_mask_add_epi8(u, h0 | (h1 << 32), u, _mm512_set1_epi8(16))
+        }
+        _ => {
+            let x = join(load32::<u8>(arr(b0, 2)), load32::<u8>(arr(b1, 2)));
+            // i8 → u8 + 128: flip the sign bit.
+            _mm512_xor_si512(x, _mm512_set1_epi8(i8::MIN))
+        }
+    }
+}
+
+/// One weight row of a 32-element format `K` against `R` activation rows (`prep[r]` is
+/// [`prepare`]d from `a[r]`). Per block and row, as AVX2: `acc += (d · a.d) · Σ` in eight
+/// lanes, Q4_1's `m · s` summed apart; two blocks share one `vpdpbusd`, then their halves go
+/// into the accumulator in block order.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn q8_row<const R: usize, const K: u8>(
+    w: &[u8],
+    prep: &[&[Pair]; R],
+    a: &[&[Q8Block]; R],
+    out: &mut [f32; R],
+) {
+    let bytes = layout(K).0;
+    let nb = w.len() / bytes;
+    let mut acc = [_mm256_setzero_ps(); R];
+    let mut mins = [0f32; R];
+    for p in 0..nb.div_ceil(2) {
+        let b0 = &w[2 * p * bytes..(2 * p + 1) * bytes];
+        let full = 2 * p + 1 < nb;
+        // A lone last block is unpacked twice; the upper half's result is not used.
+        let b1 = if full {
+            &w[(2 * p + 1) * bytes..(2 * p + 2) * bytes]
+        } else {
+            b0
+        };
+        let u = unpack::<K>(b0, b1);
+        let dw = _mm512_mask_blend_ps(
+            0xFF00,
+            _mm512_set1_ps(f16_at(b0, 0)),
+            _mm512_set1_ps(f16_at(b1, 0)),
+        );
+        let (m0, m1) = if K == Q4_1 {
+            (f16_at(b0, 2), f16_at(b1, 2))
+        } else {
+            (0.0, 0.0)
+        };
+        for r in 0..R {
+            let pr = &prep[r][p];
+            let s = _mm512_dpbusd_epi32(load_i32(&pr.corr), u, load64(&pr.y));
+            let f = _mm512_cvtepi32_ps(s);
+            let sc = _mm512_mul_ps(dw, load_f32(&pr.da));
+            acc[r] = _mm256_fmadd_ps(
+                _mm512_castps512_ps256(sc),
+                _mm512_castps512_ps256(f),
+                acc[r],
+            );
+            if full {
+                acc[r] = _mm256_fmadd_ps(hi_ps(sc), hi_ps(f), acc[r]);
+            }
+            if K == Q4_1 {
+                mins[r] += m0 * a[r][2 * p].s;
+                if full {
+                    mins[r] += m1 * a[r][2 * p + 1].s;
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        out[r] = if K == Q4_1 {
+            hsum(acc[r]) + mins[r]
+        } else {
+            hsum(acc[r])
+        };
+    }
+}
+
+/// Checks that `w` is `rows` whole rows of `bytes`-byte blocks and each activation row has one
+/// block per weight block; returns the bytes of a weight row (0 when there are no rows).
+fn check<A, const R: usize>(w: &[u8], bytes: usize, a: &[&[A]; R], rows: usize) -> usize {
+    if rows == 0 {
+        assert!(w.is_empty(), "weights without outputs");
+        return 0;
+    }
+    let row_bytes = w.len() / rows;
+    assert_eq!(row_bytes * rows, w.len(), "weights are not whole rows");
+    let nb = row_bytes / bytes;
+    assert_eq!(nb * bytes, row_bytes, "weight row is not whole blocks");
+    assert!(
+        a.iter().all(|row| row.len() == nb),
+        "activation rows have the wrong length"
+    );
+    row_bytes
+}
+
+macro_rules! q8_wrapper {
+    ($(#[$m:meta])* $name:ident, $kind:expr) => {
+        $(#[$m])*
+        /// `w` holds `out.len()` weight rows; `out[c][r]` = row `c` of `w` · `a[r]`.
+        pub fn $name<const R: usize>(
+            _: Vnni,
+            w: &[u8],
+            a: &[&[Q8Block]; R],
+            out: &mut [[f32; R]],
+        ) {
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+            fn rows<const R: usize>(
+                w: &[u8],
+                row_bytes: usize,
+                prep: &[&[Pair]; R],
+                a: &[&[Q8Block]; R],
+                out: &mut [[f32; R]],
+            ) {
+                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+                    q8_row::<R, { $kind }>(wr, prep, a, o);
+                }
+            }
+            let (bytes, off) = layout($kind);
+            let row_bytes = check(w, bytes, a, out.len());
+            if row_bytes == 0 {
+                return;
+            }
+            let prep: [Vec<Pair>; R] = std::array::from_fn(|r| prepare(a[r], off));
+            let prep: [&[Pair]; R] = std::array::from_fn(|r| prep[r].as_slice());
+            // SAFETY: the `Vnni` token proves the CPU has the features `rows` is compiled for;
+            // lengths are checked above (and every access inside is bounds-checked).
+            unsafe { rows(w, row_bytes, &prep, a, out) }
+        }
+    };
+}
+
+q8_wrapper!(
+    /// Q4_0 weights × Q8_0 activations.
+    dot_q4_0, Q4_0
+);
+q8_wrapper!(
+    /// Q4_1 weights × Q8_1 activations.
+    dot_q4_1, Q4_1
+);
+q8_wrapper!(
+    /// Q5_0 weights × Q8_0 activations.
+    dot_q5_0, Q5_0
+);
+q8_wrapper!(
+    /// Q8_0 weights × Q8_0 activations.
+    dot_q8_0, Q8_0
+);
+
+macro_rules! k_wrapper {
+    ($(#[$m:meta])* $name:ident, $imp:path, $bytes:expr) => {
+        $(#[$m])*
+        /// `w` holds `out.len()` weight rows; `out[c][r]` = row `c` of `w` · `a[r]`.
+        pub fn $name<const R: usize>(
+            _: Vnni,
+            w: &[u8],
+            a: &[&[Q8KBlock]; R],
+            out: &mut [[f32; R]],
+        ) {
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+            fn rows<const R: usize>(
+                w: &[u8],
+                row_bytes: usize,
+                a: &[&[Q8KBlock]; R],
+                out: &mut [[f32; R]],
+            ) {
+                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+                    $imp(wr, a, o);
+                }
+            }
+            let row_bytes = check(w, $bytes, a, out.len());
+            if row_bytes == 0 {
+                return;
+            }
+            // SAFETY: the `Vnni` token proves the CPU has the features `rows` and `$imp` are
+            // compiled for; lengths are checked above (and every access inside is
+            // bounds-checked).
+            unsafe { rows(w, row_bytes, a, out) }
+        }
+    };
+}
+
+k_wrapper!(
+    /// Q4_K weights × Q8_K activations.
+    dot_q4k, super::vnni_kquant::q4k, 144
+);
+k_wrapper!(
+    /// Q6_K weights × Q8_K activations.
+    dot_q6k, super::vnni_kquant::q6k, 210
+);
