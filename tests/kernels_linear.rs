@@ -1,6 +1,6 @@
 //! `QLinear`'s kernels (scalar and, where the CPU has them, AVX2 and AVX-512 VNNI) against a
 //! plain f64 reference over candle's dequantized weights, against candle's own `QMatMul`, for
-//! batch invariance, and AVX-512 VNNI bit for bit against AVX2. No timing.
+//! batch invariance, and AVX-512 VNNI's k-quant kernels bit for bit against AVX2's. No timing.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
@@ -253,7 +253,7 @@ fn tensor_wrapper_matches_the_vec_api() {
 }
 
 #[test]
-fn vnni_gives_the_same_bits_as_avx2_through_qlinear() {
+fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
     let all = Isa::all();
     let (Some(avx2), Some(vnni)) = (
         all.iter().find(|i| matches!(i, Isa::Avx2(_))),
@@ -263,7 +263,8 @@ fn vnni_gives_the_same_bits_as_avx2_through_qlinear() {
         return;
     };
     let mut rng = Rng(31337);
-    for (dtype, block) in TYPES {
+    // Only the k-quants: the 32-element formats sum floats in another order.
+    for (dtype, block) in TYPES.into_iter().filter(|(_, b)| *b == 256) {
         for k in ks(block) {
             let out = 37;
             let qt = weights(dtype, out, k, &mut rng);

@@ -229,7 +229,7 @@ pub enum Isa {
     Scalar,
     #[cfg(target_arch = "x86_64")]
     Avx2(avx2::Avx2),
-    /// AVX-512 VNNI; bit-identical results to [`Isa::Avx2`], faster.
+    /// AVX-512 VNNI (with AVX2, FMA, F16C).
     #[cfg(target_arch = "x86_64")]
     Vnni(vnni::Vnni),
 }

@@ -1,5 +1,6 @@
 //! Every kernel this CPU runs against the scalar ones on random raw blocks (extreme quants
-//! included), 1 and 4 rows at a time; the AVX-512 VNNI kernels bit for bit against AVX2's.
+//! included), 1 and 4 rows at a time; the AVX-512 VNNI k-quant kernels bit for bit against
+//! AVX2's.
 
 use super::*;
 
@@ -200,7 +201,7 @@ fn every_kernel_matches_the_scalar_one_and_is_batch_invariant() {
 }
 
 #[test]
-fn vnni_kernels_are_bit_identical_to_avx2() {
+fn vnni_kquant_kernels_are_bit_identical_to_avx2() {
     #[cfg(target_arch = "x86_64")]
     {
         if vnni::Vnni::detect().is_none() {
@@ -208,6 +209,11 @@ fn vnni_kernels_are_bit_identical_to_avx2() {
             return;
         }
         all_results(|kind, isas, results| {
+            // The 32-element formats accumulate floats in another order (checked against
+            // the scalar kernels above).
+            if !kind.uses_q8k() {
+                return;
+            }
             let at = |f: fn(&Isa) -> bool| isas.iter().position(f).expect("detected above");
             let avx2 = &results[at(|i| matches!(i, Isa::Avx2(_)))];
             let vnni = &results[at(|i| matches!(i, Isa::Vnni(_)))];

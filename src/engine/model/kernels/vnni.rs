@@ -1,10 +1,11 @@
-//! AVX-512 VNNI kernels: 512-bit `vpdpbusd` (u8 × i8 → i32) for the 32-element formats and
-//! `vpmaddubsw` + `vpdpwssd` for the k-quants, two blocks (or 64 quants) per instruction.
+//! AVX-512 VNNI kernels: 512-bit `vpdpbusd` (u8 × i8 → i32) for the 32-element formats, two
+//! blocks per instruction, and `vpmaddubsw` + `vpdpwssd` for the k-quants ([`super::vnni_kquant`]).
 //!
-//! Every lane holds the same integer as the matching AVX2 lane (integer sums are exact, so only
-//! which products meet in a lane matters), and the float work after it is the AVX2 kernels'
-//! operations in their order, so the results are bit-identical to [`super::avx2`]'s: switching
-//! to these changes no output.
+//! The integer sums are exact, as in every kernel; for the 32-element formats the float
+//! accumulation runs in sixteen lanes (two blocks at a time), a different order from AVX2's
+//! eight, so results differ from AVX2's in the last bits (keeping AVX2's order cost a third of
+//! the gain). The k-quant kernels are bit-identical to AVX2's. Within one implementation a
+//! row's result never depends on the other rows computed with it.
 //!
 //! The sign: `vpdpbusd` wants one unsigned operand. The 32-element weights are stored (or
 //! turned into) unsigned `u` with a fixed offset, value `u - off` (Q4_0: 8, Q5_0: 16, Q8_0:
@@ -17,7 +18,7 @@
 //! found every feature they are compiled for; the wrappers check the lengths, every load goes
 //! through a function taking a fixed-size array, and loads are unaligned.
 
-use super::avx2::{arr, f16_at, hsum, load32, nibbles};
+use super::avx2::{arr, load32, nibbles};
 use super::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
 
@@ -74,12 +75,6 @@ pub(super) fn fold(x: __m512i) -> __m256i {
     _mm256_add_epi32(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1))
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-#[inline]
-fn hi_ps(x: __m512) -> __m256 {
-    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
-}
-
 /// Two consecutive activation blocks laid out for 512-bit loads: their 64 quants, the
 /// correction `-off · Σ` of each group of four quants (the lanes of `vpdpbusd`), and their
 /// scales, eight lanes each. A missing second block is zeros.
@@ -89,25 +84,44 @@ struct Pair {
     y: [i8; 2 * QK],
     corr: [i32; 16],
     da: [f32; 16],
+    /// Q8_1's sums `s` in lanes 0 and 8 (for Q4_1's `m · s`), zeros elsewhere.
+    s: [f32; 16],
 }
 
-fn prepare(a: &[Q8Block], off: i32) -> Vec<Pair> {
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn store64<T: Copy>(to: &mut [T; 16], v: __m512i) {
+    const { assert!(std::mem::size_of::<T>() == 4) };
+    // SAFETY: `to` is 64 writable bytes (asserted above); storeu has no alignment requirement.
+    unsafe { _mm512_storeu_si512(to.as_mut_ptr().cast(), v) }
+}
+
+/// [`Pair`]s of one activation row, for weights whose quants are offset by `off` (≤ 255).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn prepare(a: &[Q8Block], off: u8) -> Vec<Pair> {
+    let offv = _mm512_set1_epi8(off as i8);
     a.chunks(2)
         .map(|blocks| {
+            let (b0, b1) = (&blocks[0], blocks.get(1));
+            let y1 = b1.map_or(_mm256_setzero_si256(), |b| load32(&b.qs));
+            let y = join(load32(&b0.qs), y1);
             let mut p = Pair {
                 y: [0; 2 * QK],
                 corr: [0; 16],
                 da: [0.0; 16],
+                s: [0.0; 16],
             };
-            for (h, b) in blocks.iter().enumerate() {
-                p.y[QK * h..QK * (h + 1)].copy_from_slice(&b.qs);
-                for (c, g) in p.corr[8 * h..8 * (h + 1)]
-                    .iter_mut()
-                    .zip(b.qs.chunks_exact(4))
-                {
-                    *c = -off * g.iter().map(|&q| q as i32).sum::<i32>();
-                }
-                p.da[8 * h..8 * (h + 1)].fill(b.d);
+            // `off` as u8 times the i8 quants, summed by four: the lanes of `vpdpbusd`.
+            let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, y);
+            store64(&mut p.corr, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+            p.y[..QK].copy_from_slice(&b0.qs);
+            p.da[..8].fill(b0.d);
+            p.s[0] = b0.s;
+            if let Some(b1) = b1 {
+                p.y[QK..].copy_from_slice(&b1.qs);
+                p.da[8..].fill(b1.d);
+                p.s[8] = b1.s;
             }
             p
         })
@@ -121,7 +135,7 @@ const Q5_0: u8 = 2;
 const Q8_0: u8 = 3;
 
 /// Bytes per block and the offset of the unsigned quants (see the module comment).
-const fn layout(kind: u8) -> (usize, i32) {
+const fn layout(kind: u8) -> (usize, u8) {
     match kind {
         Q4_0 => (18, 8),
         Q4_1 => (20, 0),
@@ -153,68 +167,57 @@ fn unpack<const K: u8>(b0: &[u8], b1: &[u8]) -> __m512i {
 }
 
 /// One weight row of a 32-element format `K` against `R` activation rows (`prep[r]` is
-/// [`prepare`]d from `a[r]`). Per block and row, as AVX2: `acc += (d · a.d) · Σ` in eight
-/// lanes, Q4_1's `m · s` summed apart; two blocks share one `vpdpbusd`, then their halves go
-/// into the accumulator in block order.
+/// [`prepare`]d from `a[r]`): per pair of blocks and row, one `vpdpbusd` and `acc += Σ · (d ·
+/// a.d)` in sixteen lanes (even blocks in the low eight, odd in the high), plus Q4_1's `m · s`
+/// in lanes 0 and 8. A lone last block meets zero activations in the high half.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn q8_row<const R: usize, const K: u8>(
-    w: &[u8],
-    prep: &[&[Pair]; R],
-    a: &[&[Q8Block]; R],
-    out: &mut [f32; R],
-) {
+fn q8_row<const R: usize, const K: u8>(w: &[u8], prep: &[&[Pair]; R], out: &mut [f32; R]) {
     let bytes = layout(K).0;
     let nb = w.len() / bytes;
-    let mut acc = [_mm256_setzero_ps(); R];
-    let mut mins = [0f32; R];
+    let mut acc = [_mm512_setzero_ps(); R];
     for p in 0..nb.div_ceil(2) {
         let b0 = &w[2 * p * bytes..(2 * p + 1) * bytes];
-        let full = 2 * p + 1 < nb;
-        // A lone last block is unpacked twice; the upper half's result is not used.
-        let b1 = if full {
+        let b1 = if 2 * p + 1 < nb {
             &w[(2 * p + 1) * bytes..(2 * p + 2) * bytes]
         } else {
             b0
         };
         let u = unpack::<K>(b0, b1);
-        let dw = _mm512_mask_blend_ps(
-            0xFF00,
-            _mm512_set1_ps(f16_at(b0, 0)),
-            _mm512_set1_ps(f16_at(b1, 0)),
-        );
-        let (m0, m1) = if K == Q4_1 {
-            (f16_at(b0, 2), f16_at(b1, 2))
+        // The f16 scales (and Q4_1's mins) of both blocks converted at once, then spread
+        // over the two halves: d0 ×8, d1 ×8 (m0 ×8, m1 ×8).
+        let h = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as u64;
+        let mins = if K == Q4_1 {
+            (h(b0, 2) << 32) | (h(b1, 2) << 48)
         } else {
-            (0.0, 0.0)
+            0
+        };
+        let f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(
+            (h(b0, 0) | (h(b1, 0) << 16) | mins) as i64,
+        )));
+        let spread = |i: i32| {
+            let idx =
+                _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(i), _mm512_set1_epi32(i + 1));
+            _mm512_permutexvar_ps(idx, f)
+        };
+        let dw = spread(0);
+        let mw = if K == Q4_1 {
+            spread(2)
+        } else {
+            _mm512_setzero_ps()
         };
         for r in 0..R {
             let pr = &prep[r][p];
             let s = _mm512_dpbusd_epi32(load_i32(&pr.corr), u, load64(&pr.y));
-            let f = _mm512_cvtepi32_ps(s);
             let sc = _mm512_mul_ps(dw, load_f32(&pr.da));
-            acc[r] = _mm256_fmadd_ps(
-                _mm512_castps512_ps256(sc),
-                _mm512_castps512_ps256(f),
-                acc[r],
-            );
-            if full {
-                acc[r] = _mm256_fmadd_ps(hi_ps(sc), hi_ps(f), acc[r]);
-            }
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[r]);
             if K == Q4_1 {
-                mins[r] += m0 * a[r][2 * p].s;
-                if full {
-                    mins[r] += m1 * a[r][2 * p + 1].s;
-                }
+                acc[r] = _mm512_fmadd_ps(mw, load_f32(&pr.s), acc[r]);
             }
         }
     }
     for r in 0..R {
-        out[r] = if K == Q4_1 {
-            hsum(acc[r]) + mins[r]
-        } else {
-            hsum(acc[r])
-        };
+        out[r] = _mm512_reduce_add_ps(acc[r]);
     }
 }
 
@@ -251,11 +254,10 @@ macro_rules! q8_wrapper {
                 w: &[u8],
                 row_bytes: usize,
                 prep: &[&[Pair]; R],
-                a: &[&[Q8Block]; R],
                 out: &mut [[f32; R]],
             ) {
                 for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
-                    q8_row::<R, { $kind }>(wr, prep, a, o);
+                    q8_row::<R, { $kind }>(wr, prep, o);
                 }
             }
             let (bytes, off) = layout($kind);
@@ -263,11 +265,13 @@ macro_rules! q8_wrapper {
             if row_bytes == 0 {
                 return;
             }
-            let prep: [Vec<Pair>; R] = std::array::from_fn(|r| prepare(a[r], off));
+            // SAFETY: the `Vnni` token proves the CPU has the features `prepare` and `rows` are
+            // compiled for; lengths are checked above (and every access inside is
+            // bounds-checked).
+            let prep: [Vec<Pair>; R] = std::array::from_fn(|r| unsafe { prepare(a[r], off) });
             let prep: [&[Pair]; R] = std::array::from_fn(|r| prep[r].as_slice());
-            // SAFETY: the `Vnni` token proves the CPU has the features `rows` is compiled for;
-            // lengths are checked above (and every access inside is bounds-checked).
-            unsafe { rows(w, row_bytes, &prep, a, out) }
+            // SAFETY: as above.
+            unsafe { rows(w, row_bytes, &prep, out) }
         }
     };
 }

@@ -30,12 +30,15 @@ pub(super) fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32
             let bits = load32::<u8>(arr(wb, 16 + 32 * j));
             _mm512_and_si512(join(bits, _mm256_srli_epi16(bits, 4)), m4)
         });
+        // Scale of sub-block 2j in the low 16 words, of 2j+1 in the high ones.
+        let words = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(load16(&sm)));
         let sc: [__m512i; QK_K / 64] = std::array::from_fn(|j| {
-            _mm512_mask_blend_epi16(
+            let idx = _mm512_mask_blend_epi16(
                 0xFFFF_0000,
-                _mm512_set1_epi16(sm[2 * j] as i16),
-                _mm512_set1_epi16(sm[2 * j + 1] as i16),
-            )
+                _mm512_set1_epi16(2 * j as i16),
+                _mm512_set1_epi16(2 * j as i16 + 1),
+            );
+            _mm512_permutexvar_epi16(idx, words)
         });
         for r in 0..R {
             let ab = &a[r][b];
