@@ -15,12 +15,13 @@
 //!
 //! Soundness: as in [`super::avx2`]: the `#[target_feature]` functions are private and run only
 //! from the public wrappers, which take a [`Vnni`] token that exists only if [`Vnni::detect`]
-//! found every feature they are compiled for; the wrappers check the lengths, every load goes
-//! through a function taking a fixed-size array, and loads are unaligned.
+//! found every feature they are compiled for; the wrappers check the lengths, every load and
+//! store goes through a function taking a fixed-size array, and none needs alignment.
 
 use super::avx2::{arr, load32, nibbles};
 use super::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
+use std::cell::RefCell;
 
 /// Proof that the CPU has AVX-512 F, BW, VL and VNNI, and AVX2, FMA and F16C.
 #[derive(Clone, Copy, Debug)]
@@ -96,36 +97,41 @@ fn store64<T: Copy>(to: &mut [T; 16], v: __m512i) {
     unsafe { _mm512_storeu_si512(to.as_mut_ptr().cast(), v) }
 }
 
-/// [`Pair`]s of one activation row, for weights whose quants are offset by `off` (≤ 255).
+/// Appends the [`Pair`]s of one activation row to `out`, for weights whose quants are offset
+/// by `off` (≤ 255).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn prepare(a: &[Q8Block], off: u8) -> Vec<Pair> {
+fn prepare(a: &[Q8Block], off: u8, out: &mut Vec<Pair>) {
     let offv = _mm512_set1_epi8(off as i8);
-    a.chunks(2)
-        .map(|blocks| {
-            let (b0, b1) = (&blocks[0], blocks.get(1));
-            let y1 = b1.map_or(_mm256_setzero_si256(), |b| load32(&b.qs));
-            let y = join(load32(&b0.qs), y1);
-            let mut p = Pair {
-                y: [0; 2 * QK],
-                corr: [0; 16],
-                da: [0.0; 16],
-                s: [0.0; 16],
-            };
-            // `off` as u8 times the i8 quants, summed by four: the lanes of `vpdpbusd`.
-            let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, y);
-            store64(&mut p.corr, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
-            p.y[..QK].copy_from_slice(&b0.qs);
-            p.da[..8].fill(b0.d);
-            p.s[0] = b0.s;
-            if let Some(b1) = b1 {
-                p.y[QK..].copy_from_slice(&b1.qs);
-                p.da[8..].fill(b1.d);
-                p.s[8] = b1.s;
-            }
-            p
-        })
-        .collect()
+    out.extend(a.chunks(2).map(|blocks| {
+        let (b0, b1) = (&blocks[0], blocks.get(1));
+        let y1 = b1.map_or(_mm256_setzero_si256(), |b| load32(&b.qs));
+        let y = join(load32(&b0.qs), y1);
+        let mut p = Pair {
+            y: [0; 2 * QK],
+            corr: [0; 16],
+            da: [0.0; 16],
+            s: [0.0; 16],
+        };
+        // `off` as u8 times the i8 quants, summed by four: the lanes of `vpdpbusd`.
+        let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offv, y);
+        store64(&mut p.corr, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+        p.y[..QK].copy_from_slice(&b0.qs);
+        p.da[..8].fill(b0.d);
+        p.s[0] = b0.s;
+        if let Some(b1) = b1 {
+            p.y[QK..].copy_from_slice(&b1.qs);
+            p.da[8..].fill(b1.d);
+            p.s[8] = b1.s;
+        }
+        p
+    }));
+}
+
+thread_local! {
+    /// Each thread's [`Pair`]s, reused from call to call: allocating them per call (per chunk of
+    /// columns) fragmented the heap, +190 MB peak RSS on SmolLM2-135M.
+    static PAIRS: RefCell<Vec<Pair>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The 32-element formats, as const-generic tags (so each kernel is compiled for one).
@@ -265,13 +271,21 @@ macro_rules! q8_wrapper {
             if row_bytes == 0 {
                 return;
             }
-            // SAFETY: the `Vnni` token proves the CPU has the features `prepare` and `rows` are
-            // compiled for; lengths are checked above (and every access inside is
-            // bounds-checked).
-            let prep: [Vec<Pair>; R] = std::array::from_fn(|r| unsafe { prepare(a[r], off) });
-            let prep: [&[Pair]; R] = std::array::from_fn(|r| prep[r].as_slice());
-            // SAFETY: as above.
-            unsafe { rows(w, row_bytes, &prep, out) }
+            let per_row = (row_bytes / bytes).div_ceil(2);
+            // The kernels call nothing that could come back here, so the borrow is never nested.
+            PAIRS.with_borrow_mut(|pairs| {
+                pairs.clear();
+                for row in a {
+                    // SAFETY: the `Vnni` token proves the CPU has the features `prepare` is
+                    // compiled for (every access inside is bounds-checked).
+                    unsafe { prepare(row, off, pairs) };
+                }
+                let prep: [&[Pair]; R] =
+                    std::array::from_fn(|r| &pairs[r * per_row..(r + 1) * per_row]);
+                // SAFETY: as above, for `rows`; lengths are checked above (and every access
+                // inside is bounds-checked).
+                unsafe { rows(w, row_bytes, &prep, out) }
+            })
         }
     };
 }
