@@ -1,6 +1,6 @@
-//! `QLinear`'s kernels (scalar and, where the CPU has it, AVX2) against a plain f64 reference
-//! over candle's dequantized weights, against candle's own `QMatMul`, and for batch invariance.
-//! No timing.
+//! `QLinear`'s kernels (scalar and, where the CPU has them, AVX2 and AVX-512 VNNI) against a
+//! plain f64 reference over candle's dequantized weights, against candle's own `QMatMul`, for
+//! batch invariance, and AVX-512 VNNI's k-quant kernels bit for bit against AVX2's. No timing.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
@@ -250,4 +250,38 @@ fn tensor_wrapper_matches_the_vec_api() {
     assert!(lin
         .forward(&Tensor::zeros((2, 7), candle_core::DType::F32, &Device::Cpu).unwrap())
         .is_err());
+}
+
+#[test]
+fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
+    let all = Isa::all();
+    let (Some(avx2), Some(vnni)) = (
+        all.iter().find(|i| matches!(i, Isa::Avx2(_))),
+        all.iter().find(|i| matches!(i, Isa::Vnni(_))),
+    ) else {
+        eprintln!("skipped: this CPU lacks AVX2 or AVX-512 VNNI");
+        return;
+    };
+    let mut rng = Rng(31337);
+    // Only the k-quants: the 32-element formats sum floats in another order.
+    for (dtype, block) in TYPES.into_iter().filter(|(_, b)| *b == 256) {
+        for k in ks(block) {
+            let out = 37;
+            let qt = weights(dtype, out, k, &mut rng);
+            let lin = QLinear::from_arc(qt).unwrap();
+            // 1, 4 and 4 + 3 rows: the one-row and four-row kernels, and both in one call.
+            for rows in [1usize, 4, 7] {
+                let x = rng.vec(rows * k);
+                let a = lin.forward_rows_with(*avx2, &x, rows).unwrap();
+                let v = lin.forward_rows_with(*vnni, &x, rows).unwrap();
+                for (i, (a, v)) in a.iter().zip(&v).enumerate() {
+                    assert_eq!(
+                        a.to_bits(),
+                        v.to_bits(),
+                        "{dtype:?} k={k} rows={rows} [{i}]: AVX2 {a} VNNI {v}"
+                    );
+                }
+            }
+        }
+    }
 }

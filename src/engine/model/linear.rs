@@ -13,8 +13,8 @@
 //! arithmetic whether it is computed in a group of 4 or alone), never on how many rows there
 //! are or how the columns were split between threads.
 //!
-//! `TAPER_KERNELS=candle` (every matrix through `QMatMul`) or `=scalar` (no SIMD) is read once,
-//! for comparisons.
+//! `TAPER_KERNELS=candle` (every matrix through `QMatMul`), `=scalar` (no SIMD) or `=avx2` (no
+//! AVX-512) is read once, for comparisons.
 
 use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
 use super::weights::MappedBytes;
@@ -58,6 +58,7 @@ impl WeightBytes {
 enum Mode {
     Best,
     Scalar,
+    Avx2,
     Candle,
 }
 
@@ -66,6 +67,7 @@ fn mode() -> Mode {
     *MODE.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {
         Ok("candle") => Mode::Candle,
         Ok("scalar") => Mode::Scalar,
+        Ok("avx2") => Mode::Avx2,
         _ => Mode::Best,
     })
 }
@@ -74,6 +76,7 @@ fn default_isa() -> Isa {
     static ISA: OnceLock<Isa> = OnceLock::new();
     *ISA.get_or_init(|| match mode() {
         Mode::Scalar => Isa::Scalar,
+        Mode::Avx2 => Isa::best_avx2(),
         _ => Isa::best(),
     })
 }

@@ -25,7 +25,7 @@ impl Avx2 {
 }
 
 #[inline(always)]
-fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
+pub(super) fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
     s[at..at + N]
         .try_into()
         .expect("length checked by the slice")
@@ -33,14 +33,14 @@ fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn load16(b: &[u8; 16]) -> __m128i {
+pub(super) fn load16(b: &[u8; 16]) -> __m128i {
     // SAFETY: `b` is 16 readable bytes; loadu has no alignment requirement.
     unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn load32<T>(b: &[T; 32]) -> __m256i
+pub(super) fn load32<T>(b: &[T; 32]) -> __m256i
 where
     T: Copy + Into<i32>,
 {
@@ -51,14 +51,14 @@ where
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn f16_at(b: &[u8], at: usize) -> f32 {
+pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
     let h = u16::from_le_bytes([b[at], b[at + 1]]);
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn hsum(x: __m256) -> f32 {
+pub(super) fn hsum(x: __m256) -> f32 {
     let r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
     let r = _mm_add_ps(r, _mm_movehl_ps(r, r));
     let r = _mm_add_ss(r, _mm_movehdup_ps(r));
@@ -68,7 +68,7 @@ fn hsum(x: __m256) -> f32 {
 /// 32 nibbles: low nibbles to bytes 0..16, high nibbles to bytes 16..32.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn nibbles(q: &[u8; 16]) -> __m256i {
+pub(super) fn nibbles(q: &[u8; 16]) -> __m256i {
     let t = load16(q);
     let b = _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4));
     _mm256_and_si256(_mm256_set1_epi8(0xF), b)
@@ -180,14 +180,14 @@ fn q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn load_bsums(b: &[i16; 16]) -> __m256i {
+pub(super) fn load_bsums(b: &[i16; 16]) -> __m256i {
     // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
     unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn hsum128(x: __m128) -> f32 {
+pub(super) fn hsum128(x: __m128) -> f32 {
     let r = _mm_add_ps(x, _mm_movehl_ps(x, x));
     _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)))
 }
@@ -195,7 +195,7 @@ fn hsum128(x: __m128) -> f32 {
 /// Q4_K's 12 bytes of packed 6-bit values to 8 scales then 8 mins (ggml's `utmp` trick; the
 /// same values as [`super::scale_min_k4`]).
 #[inline(always)]
-fn unpack_scales_k4(b: &[u8; 12]) -> [u8; 16] {
+pub(super) fn unpack_scales_k4(b: &[u8; 12]) -> [u8; 16] {
     const KMASK1: u32 = 0x3f3f3f3f;
     const KMASK2: u32 = 0x0f0f0f0f;
     const KMASK3: u32 = 0x03030303;
@@ -262,7 +262,7 @@ fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
 }
 
 /// For i < 8: bytes `2i` ×8 then `2i+1` ×8 (selects the two 16-element scales of 32 quants).
-const SCALE_SHUFFLE: [[u8; 16]; 8] = {
+pub(super) const SCALE_SHUFFLE: [[u8; 16]; 8] = {
     let mut t = [[0u8; 16]; 8];
     let mut i = 0;
     while i < 8 {

@@ -14,6 +14,12 @@
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 pub mod scalar;
+#[cfg(test)]
+mod tests;
+#[cfg(target_arch = "x86_64")]
+pub mod vnni;
+#[cfg(target_arch = "x86_64")]
+mod vnni_kquant;
 
 use candle_core::quantized::GgmlDType;
 
@@ -223,11 +229,24 @@ pub enum Isa {
     Scalar,
     #[cfg(target_arch = "x86_64")]
     Avx2(avx2::Avx2),
+    /// AVX-512 VNNI (with AVX2, FMA, F16C).
+    #[cfg(target_arch = "x86_64")]
+    Vnni(vnni::Vnni),
 }
 
 impl Isa {
     /// The fastest implementation this CPU supports.
     pub fn best() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = vnni::Vnni::detect() {
+            return Self::Vnni(t);
+        }
+        Self::best_avx2()
+    }
+
+    /// The AVX2 kernels if the CPU has them (else scalar): the path before AVX-512, kept for
+    /// comparisons.
+    pub fn best_avx2() -> Self {
         #[cfg(target_arch = "x86_64")]
         if let Some(t) = avx2::Avx2::detect() {
             return Self::Avx2(t);
@@ -242,6 +261,10 @@ impl Isa {
         #[cfg(target_arch = "x86_64")]
         if let Some(t) = avx2::Avx2::detect() {
             v.push(Self::Avx2(t));
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = vnni::Vnni::detect() {
+            v.push(Self::Vnni(t));
         }
         v
     }
@@ -319,6 +342,14 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
             WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
         },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Vnni(t) => match kind {
+            WeightKind::Q4_0 => vnni::dot_q4_0(t, w, a, out),
+            WeightKind::Q4_1 => vnni::dot_q4_1(t, w, a, out),
+            WeightKind::Q5_0 => vnni::dot_q5_0(t, w, a, out),
+            WeightKind::Q8_0 => vnni::dot_q8_0(t, w, a, out),
+            WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+        },
     }
 }
 
@@ -345,6 +376,12 @@ pub fn dot_q8k<const R: usize>(
         Isa::Avx2(t) => match kind {
             WeightKind::Q4K => avx2::dot_q4k(t, w, a, out),
             WeightKind::Q6K => avx2::dot_q6k(t, w, a, out),
+            _ => panic!("{kind:?} takes Q8 activations"),
+        },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Vnni(t) => match kind {
+            WeightKind::Q4K => vnni::dot_q4k(t, w, a, out),
+            WeightKind::Q6K => vnni::dot_q6k(t, w, a, out),
             _ => panic!("{kind:?} takes Q8 activations"),
         },
     }

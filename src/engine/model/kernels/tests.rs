@@ -1,0 +1,248 @@
+//! Every kernel this CPU runs against the scalar ones on random raw blocks (extreme quants
+//! included), 1 and 4 rows at a time; the AVX-512 VNNI k-quant kernels bit for bit against
+//! AVX2's.
+
+use super::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f32(&mut self) -> f32 {
+        (self.u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+    /// An f16 scale: random sign, magnitude 2⁻¹⁰..2, sometimes zero.
+    fn f16(&mut self) -> [u8; 2] {
+        let r = self.u64();
+        if r.is_multiple_of(17) {
+            return [0, 0];
+        }
+        let h = (((r >> 8) & 1) << 15) | ((5 + (r >> 9) % 12) << 10) | ((r >> 20) & 0x3FF);
+        (h as u16).to_le_bytes()
+    }
+}
+
+const KINDS: [WeightKind; 6] = [
+    WeightKind::Q4_0,
+    WeightKind::Q4_1,
+    WeightKind::Q5_0,
+    WeightKind::Q8_0,
+    WeightKind::Q4K,
+    WeightKind::Q6K,
+];
+
+/// Where a block keeps its f16 scales.
+fn f16_fields(kind: WeightKind) -> &'static [usize] {
+    match kind {
+        WeightKind::Q4_1 | WeightKind::Q4K => &[0, 2],
+        WeightKind::Q6K => &[208],
+        _ => &[0],
+    }
+}
+
+/// `rows` weight rows of `nb` blocks: random bytes (so every quant and packed scale value
+/// occurs, Q8_0's -128 included) with valid f16 scales.
+fn weights(kind: WeightKind, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut w: Vec<u8> = (0..rows * nb * kind.block_bytes())
+        .map(|_| rng.u64() as u8)
+        .collect();
+    for b in w.chunks_exact_mut(kind.block_bytes()) {
+        for &at in f16_fields(kind) {
+            b[at..at + 2].copy_from_slice(&rng.f16());
+        }
+    }
+    w
+}
+
+/// A row of activations: usually random values quantized as the engine does, sometimes the
+/// extreme quants (every one ±127 for Q8, -128 for Q8_K).
+fn activations(kind: WeightKind, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
+    let x: Vec<f32> = (0..nb * kind.block_elems())
+        .map(|_| {
+            let v = rng.f32();
+            if rng.u64().is_multiple_of(16) {
+                v * 50.0
+            } else {
+                v
+            }
+        })
+        .collect();
+    if kind.uses_q8k() {
+        let mut a = vec![Q8KBlock::default(); nb];
+        quantize_q8k(&x, &mut a);
+        if extreme {
+            for b in &mut a {
+                b.qs = [-128; QK_K];
+                b.bsums = [-128 * 16; QK_K / 16];
+            }
+        }
+        Acts::K(a)
+    } else {
+        let mut a = vec![Q8Block::default(); nb];
+        quantize_q8(&x, &mut a);
+        if extreme {
+            for (i, b) in a.iter_mut().enumerate() {
+                b.qs = [if i % 2 == 0 { 127 } else { -127 }; QK];
+            }
+        }
+        Acts::Q8(a)
+    }
+}
+
+enum Acts {
+    Q8(Vec<Q8Block>),
+    K(Vec<Q8KBlock>),
+}
+
+/// `out[c][r]` for `R` activation rows.
+fn run<const R: usize>(
+    isa: Isa,
+    kind: WeightKind,
+    w: &[u8],
+    acts: &[&Acts; R],
+    cols: usize,
+) -> Vec<[f32; R]> {
+    let mut out = vec![[0f32; R]; cols];
+    match acts[0] {
+        Acts::Q8(_) => {
+            let a: [&[Q8Block]; R] = std::array::from_fn(|r| match acts[r] {
+                Acts::Q8(v) => v.as_slice(),
+                Acts::K(_) => unreachable!("one kind of activations per test"),
+            });
+            dot_q8(isa, kind, w, &a, &mut out);
+        }
+        Acts::K(_) => {
+            let a: [&[Q8KBlock]; R] = std::array::from_fn(|r| match acts[r] {
+                Acts::K(v) => v.as_slice(),
+                Acts::Q8(_) => unreachable!("one kind of activations per test"),
+            });
+            dot_q8k(isa, kind, w, &a, &mut out);
+        }
+    }
+    out
+}
+
+/// For each kind and width: every implementation's results, rows computed four at a time and
+/// one at a time (which must agree bit for bit), as `[isa][column][row]`.
+fn all_results(f: impl Fn(WeightKind, &[Isa], &[Vec<[f32; 4]>])) {
+    let mut rng = Rng(0x2545F4914F6CDD1D);
+    let isas = Isa::all();
+    for kind in KINDS {
+        let widths: &[usize] = if kind.uses_q8k() {
+            &[1, 2, 3]
+        } else {
+            &[1, 2, 3, 5, 8, 20]
+        };
+        for &nb in widths {
+            for extreme in [false, true] {
+                let cols = 9;
+                let w = weights(kind, cols, nb, &mut rng);
+                let acts: [Acts; 4] =
+                    std::array::from_fn(|_| activations(kind, nb, extreme, &mut rng));
+                let refs: [&Acts; 4] = std::array::from_fn(|r| &acts[r]);
+                let results: Vec<Vec<[f32; 4]>> = isas
+                    .iter()
+                    .map(|&isa| {
+                        let four = run::<4>(isa, kind, &w, &refs, cols);
+                        for (r, a) in refs.iter().enumerate() {
+                            let one = run::<1>(isa, kind, &w, &[a], cols);
+                            for c in 0..cols {
+                                assert_eq!(
+                                    one[c][0].to_bits(),
+                                    four[c][r].to_bits(),
+                                    "{kind:?} {isa:?} nb={nb}: row {r} column {c} differs \
+                                     alone ({}) and in four ({})",
+                                    one[c][0],
+                                    four[c][r]
+                                );
+                            }
+                        }
+                        four
+                    })
+                    .collect();
+                f(kind, &isas, &results);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_kernel_matches_the_scalar_one_and_is_batch_invariant() {
+    all_results(|kind, isas, results| {
+        let want = &results[0];
+        assert!(matches!(isas[0], Isa::Scalar));
+        // Integer sums are exact everywhere; only the float accumulation order differs.
+        let rms = (want
+            .iter()
+            .flatten()
+            .map(|v| (*v as f64).powi(2))
+            .sum::<f64>()
+            / (4 * want.len()) as f64)
+            .sqrt();
+        for (isa, got) in isas.iter().zip(results).skip(1) {
+            for (c, (g, w)) in got.iter().zip(want).enumerate() {
+                for r in 0..4 {
+                    let err = (g[r] as f64 - w[r] as f64).abs();
+                    assert!(
+                        err <= 1e-5 * rms + 1e-30,
+                        "{kind:?} {isa:?} [{c}][{r}]: {} vs scalar {} (rms {rms:.3e})",
+                        g[r],
+                        w[r]
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn vnni_kquant_kernels_are_bit_identical_to_avx2() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if vnni::Vnni::detect().is_none() {
+            eprintln!("skipped: this CPU lacks AVX-512 VNNI");
+            return;
+        }
+        all_results(|kind, isas, results| {
+            // The 32-element formats accumulate floats in another order (checked against
+            // the scalar kernels above).
+            if !kind.uses_q8k() {
+                return;
+            }
+            let at = |f: fn(&Isa) -> bool| isas.iter().position(f).expect("detected above");
+            let avx2 = &results[at(|i| matches!(i, Isa::Avx2(_)))];
+            let vnni = &results[at(|i| matches!(i, Isa::Vnni(_)))];
+            for (c, (a, v)) in avx2.iter().zip(vnni).enumerate() {
+                for r in 0..4 {
+                    assert_eq!(
+                        a[r].to_bits(),
+                        v[r].to_bits(),
+                        "{kind:?} [{c}][{r}]: AVX2 {} VNNI {}",
+                        a[r],
+                        v[r]
+                    );
+                }
+            }
+        });
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    eprintln!("skipped: not x86_64");
+}
+
+#[test]
+fn the_best_isa_is_the_fastest_detected() {
+    let all = Isa::all();
+    assert!(matches!(all[0], Isa::Scalar));
+    // `best` is the last (fastest) of those this CPU has; `best_avx2` never AVX-512.
+    assert_eq!(
+        std::mem::discriminant(&Isa::best()),
+        std::mem::discriminant(all.last().expect("scalar is always there"))
+    );
+    #[cfg(target_arch = "x86_64")]
+    assert!(!matches!(Isa::best_avx2(), Isa::Vnni(_)));
+}
