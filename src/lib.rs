@@ -14,6 +14,7 @@
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
 //!   models (real files, or shape-only files written from the catalogue), each measured in
 //!   a fresh process.
+//! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`) and their regression tests.
 //! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
 //! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
 
@@ -23,6 +24,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod fuzzing;
 pub mod hub;
 pub mod models;
 pub mod paths;

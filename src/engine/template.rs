@@ -10,6 +10,7 @@
 
 mod compat;
 mod json;
+mod limits;
 #[cfg(test)]
 mod tests;
 
@@ -183,7 +184,7 @@ impl ChatTemplate {
         env.set_auto_escape_callback(|_| AutoEscape::None);
         env.set_formatter(compat::python_formatter);
         env.set_recursion_limit(RECURSION_LIMIT);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(limits::method_callback);
         minijinja_contrib::add_to_environment(&mut env);
         env.add_filter("tojson", json::tojson);
         // Pretty-printing nested values writes output quadratic in their depth before any
@@ -331,6 +332,14 @@ fn render_error(e: &minijinja::Error) -> anyhow::Error {
             return anyhow!("the chat template rejected the conversation: {raised}");
         }
         source = err.source();
+    }
+    if e.kind() == ErrorKind::TemplateNotFound {
+        // There is no loader: include, import and extends can never find anything.
+        return anyhow!(
+            "the chat template tries to load another template (include, import or extends), \
+             which chat templates cannot do{}",
+            location(e)
+        );
     }
     if e.kind() == ErrorKind::OutOfFuel {
         return anyhow!(

@@ -9,7 +9,7 @@ use candle_core::quantized::GgmlDType;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 mod reader;
@@ -17,6 +17,10 @@ mod value;
 pub mod writer;
 
 pub use value::MetaValue;
+
+/// The path a header parsed from memory ([`GgufHeader::parse_bytes`]) reports.
+pub const IN_MEMORY: &str = "(in-memory GGUF)";
+
 /// Where one tensor lives in the file and what it holds.
 #[derive(Debug, Clone)]
 pub struct TensorInfo {
@@ -75,17 +79,30 @@ impl GgufHeader {
             .metadata()
             .map_err(|e| error(format!("cannot read file size: {e}")))?
             .len();
-        if file_size == 0 {
-            return Err(error("the file is empty, not a GGUF model".into()));
-        }
-        let mut reader = reader::HeaderReader {
-            inner: BufReader::with_capacity(1 << 16, file),
-            position: 0,
-            file_size,
-        };
-        let mut header = reader.read_header().map_err(error)?;
+        let mut header =
+            Self::read_from(BufReader::with_capacity(1 << 16, file), file_size).map_err(error)?;
         header.path = path.to_path_buf();
         Ok(header)
+    }
+
+    /// Reads and validates a header from a whole GGUF file held in memory (tensor data
+    /// included, since every tensor must lie inside the file). Errors name the file as
+    /// [`IN_MEMORY`].
+    pub fn parse_bytes(bytes: &[u8]) -> Result<Self, GgufError> {
+        let mut header =
+            Self::read_from(bytes, bytes.len() as u64).map_err(|problem| GgufError {
+                path: PathBuf::from(IN_MEMORY),
+                problem,
+            })?;
+        header.path = PathBuf::from(IN_MEMORY);
+        Ok(header)
+    }
+
+    fn read_from(inner: impl Read, file_size: u64) -> Result<Self, String> {
+        if file_size == 0 {
+            return Err("the file is empty, not a GGUF model".into());
+        }
+        reader::HeaderReader::new(inner, file_size).read_header()
     }
 
     pub fn get(&self, key: &str) -> Option<&MetaValue> {

@@ -12,16 +12,51 @@ const MAX_ARRAY_DEPTH: usize = 4;
 /// ggml tensors have at most four dimensions.
 const MAX_DIMS: u32 = 4;
 const DEFAULT_ALIGNMENT: u64 = 32;
+/// Real models have a few hundred to a few thousand tensors. The file-size check alone is
+/// no bound here: a multi-gigabyte file has room for millions of 24-byte entries.
+const MAX_TENSORS: u64 = 1 << 16;
+/// Memory the parsed metadata and tensor names may take. A 262k-token vocabulary (tokens,
+/// scores and types) needs about 30 MB; the file-size check alone would let a header in a
+/// multi-gigabyte file claim arrays that take 32 bytes of memory per byte of file.
+const MAX_HEADER_MEMORY: u64 = 512 << 20;
+/// Tensors reserved up front; more are added as they are actually read.
+const TENSORS_RESERVED: u64 = 4096;
 
 pub(super) struct HeaderReader<R> {
-    pub(super) inner: R,
-    pub(super) position: u64,
-    pub(super) file_size: u64,
+    inner: R,
+    position: u64,
+    file_size: u64,
+    /// Bytes of memory the header may still take (see [`MAX_HEADER_MEMORY`]).
+    memory_left: u64,
 }
 
 type ReadResult<T> = Result<T, String>;
 
 impl<R: Read> HeaderReader<R> {
+    pub(super) fn new(inner: R, file_size: u64) -> Self {
+        Self {
+            inner,
+            position: 0,
+            file_size,
+            memory_left: MAX_HEADER_MEMORY,
+        }
+    }
+
+    /// Accounts for `bytes` of memory about to be allocated, refusing before the allocation
+    /// when the header would take more than [`MAX_HEADER_MEMORY`].
+    fn charge(&mut self, bytes: u64, what: &str) -> ReadResult<()> {
+        match self.memory_left.checked_sub(bytes) {
+            Some(left) => {
+                self.memory_left = left;
+                Ok(())
+            }
+            None => Err(format!(
+                "the header's {what} would need more than {} MiB of memory; no model needs that much (corrupt or hostile file)",
+                MAX_HEADER_MEMORY >> 20
+            )),
+        }
+    }
+
     fn remaining(&self) -> u64 {
         self.file_size.saturating_sub(self.position)
     }
@@ -65,6 +100,7 @@ impl<R: Read> HeaderReader<R> {
 
     fn string(&mut self) -> ReadResult<String> {
         let len = self.count("bytes of string", 1)?;
+        self.charge(len, "strings")?;
         let mut buf = vec![0u8; len as usize];
         self.inner
             .read_exact(&mut buf)
@@ -95,10 +131,20 @@ impl<R: Read> HeaderReader<R> {
         }
         // A tensor entry is at least: name length (8) + dims count (4) + type (4) + offset (8).
         let tensor_count = self.count("tensors", 24)?;
+        if tensor_count > MAX_TENSORS {
+            return Err(format!(
+                "the header claims {tensor_count} tensors; taper reads at most {MAX_TENSORS} (corrupt or hostile file)"
+            ));
+        }
         // A metadata entry is at least: key length (8) + type (4) + one byte of value.
         let kv_count = self.count("metadata entries", 13)?;
         let mut metadata = BTreeMap::new();
         for _ in 0..kv_count {
+            // The map's entry itself; a string's or array's contents are charged as read.
+            self.charge(
+                (size_of::<String>() + size_of::<MetaValue>()) as u64,
+                "metadata entries",
+            )?;
             let key = self.string()?;
             let value_type = self.u32()?;
             let value = self
@@ -106,8 +152,9 @@ impl<R: Read> HeaderReader<R> {
                 .map_err(|e| format!("metadata key {key:?}: {e}"))?;
             metadata.insert(key, value);
         }
-        let mut tensors = Vec::with_capacity(tensor_count as usize);
+        let mut tensors = Vec::with_capacity(tensor_count.min(TENSORS_RESERVED) as usize);
         for _ in 0..tensor_count {
+            self.charge(size_of::<TensorInfo>() as u64, "tensor directory")?;
             tensors.push(self.tensor_info()?);
         }
         let alignment = match metadata
@@ -167,6 +214,10 @@ impl<R: Read> HeaderReader<R> {
                     other => return Err(format!("unknown value type {other}")),
                 };
                 let n = self.count("array elements", min_size)?;
+                self.charge(
+                    n.saturating_mul(size_of::<MetaValue>() as u64),
+                    "metadata arrays",
+                )?;
                 let mut items = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     items.push(self.value(item_type, depth + 1)?);

@@ -176,7 +176,8 @@ pub fn rewrite_generation_tags(source: &str) -> Cow<'_, str> {
     while let Some(start) = rest.find("{%") {
         out.push_str(&rest[..start]);
         let tag = &rest[start..];
-        let Some(end) = tag.find("%}") else {
+        // The closing marker comes after the opening one: in `{%}` the two overlap.
+        let Some(end) = tag[2..].find("%}").map(|i| i + 2) else {
             out.push_str(tag);
             return Cow::Owned(out);
         };

@@ -376,6 +376,18 @@ fn generation_tags_render_their_body() {
 }
 
 #[test]
+fn overlapping_block_markers_do_not_confuse_the_generation_rewrite() {
+    // Found by fuzzing: in `{%}` the closing `%}` starts inside the opening `{%`.
+    assert_eq!(rewrite_generation_tags("generation {%}"), "generation {%}");
+    // As for minijinja's lexer, the block opened by `{%` runs to the next `%}`.
+    assert_eq!(
+        rewrite_generation_tags("{%}{% generation %}x{% endgeneration %}"),
+        "{%}{% generation %}x{% endif %}"
+    );
+    assert!(ChatTemplate::from_source("{% generation %}{%}", TemplateSource::Override).is_err());
+}
+
+#[test]
 fn starts_with_bos_needs_a_nonempty_token_at_the_very_start() {
     assert!(ChatTemplate::starts_with_bos("<s>hello", "<s>"));
     assert!(!ChatTemplate::starts_with_bos(" <s>hello", "<s>"));
