@@ -132,7 +132,7 @@ def tokenizer_seed(meta, n_tokens, text):
 
 def main():
     corpus = sys.argv[1]
-    for target in ["gguf_header", "tokenizer", "chat_template", "config"]:
+    for target in ["gguf_header", "tokenizer", "chat_template", "config", "session_file"]:
         os.makedirs(os.path.join(corpus, target), exist_ok=True)
 
     def put(target, name, data):
@@ -161,6 +161,10 @@ def main():
 
     with open(os.path.join(ROOT, "config.example.toml"), "rb") as f:
         put("config", "config.example.toml", f.read())
+
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests/fixtures/sessions/*.json"))):
+        with open(path, "rb") as f:
+            put("session_file", os.path.basename(path), f.read())
 
 
 if __name__ == "__main__":

@@ -201,3 +201,20 @@ pub fn config(data: &[u8]) {
         assert!(config.user_model(&m.name).is_some());
     }
 }
+
+/// A saved session file through the session reader: it must accept the bytes or say why, and
+/// what it accepts must survive being written back, read again, exported and listed.
+pub fn session_file(data: &[u8]) {
+    let Ok(session) = crate::sessions::format::parse_session(data) else {
+        return;
+    };
+    let again = crate::sessions::format::parse_session(&session.to_bytes())
+        .expect("a session the reader accepted reads back after saving");
+    assert_eq!(
+        again.to_bytes(),
+        session.to_bytes(),
+        "saving and reading back changed the session"
+    );
+    let _ = crate::sessions::export::to_markdown(&session);
+    let _ = (session.display_title(), session.models());
+}

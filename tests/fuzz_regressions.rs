@@ -42,3 +42,8 @@ fn chat_template_inputs() {
 fn config_inputs() {
     replay("config", taper::fuzzing::config);
 }
+
+#[test]
+fn session_file_inputs() {
+    replay("session_file", taper::fuzzing::session_file);
+}
