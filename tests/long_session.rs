@@ -70,12 +70,16 @@ fn next_event(engine: &mut EngineHandle) -> EngineEvent {
     }
 }
 
-/// Carries out the effects as the app does: commands go to the engine.
+/// Carries out the effects as the app does: commands go to the engine, saves to the sessions
+/// directory (after every answer, so the save is part of what must stay flat).
 fn carry_out(engine: &EngineHandle, effects: Vec<Effect>) {
     for effect in effects {
         match effect {
             Effect::Send(command) => engine.send(command).expect("the engine takes commands"),
             Effect::Cancel(turn_id) => engine.cancel(turn_id),
+            Effect::Session(save) => {
+                taper::tui::sessions::perform(save);
+            }
             Effect::ScanModels | Effect::Redraw => {}
             other => panic!("unexpected effect in a chat: {other:?}"),
         }
@@ -106,6 +110,8 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
         max_tokens: MAX_TOKENS,
     };
     let mut state = State::new(settings, CONTEXT, common::models_dir(), Instant::now());
+    let data = tempfile::tempdir().expect("a temporary data directory");
+    state.session.dir = data.path().join("sessions");
     let mut engine = EngineHandle::spawn().expect("the engine starts");
 
     // Load as the app does at start with `-m`.
@@ -229,6 +235,20 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
     assert!(
         whole_reuse >= TURNS / 2,
         "only {whole_reuse} of {TURNS} turns reused the whole previous prompt"
+    );
+
+    // The saved session holds every turn, though the model saw only the newest ones.
+    let saved: Vec<_> = std::fs::read_dir(&state.session.dir)
+        .expect("the session was saved")
+        .flatten()
+        .collect();
+    assert_eq!(saved.len(), 1, "one conversation, one file");
+    let bytes = std::fs::read(saved[0].path()).expect("the session file reads");
+    let session = taper::sessions::format::parse_session(&bytes).expect("the session parses");
+    assert_eq!(
+        session.messages.len(),
+        2 * TURNS,
+        "every question and answer is saved"
     );
 
     let base = &turns[BASELINE_TURN - 1];
