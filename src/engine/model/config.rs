@@ -304,11 +304,6 @@ impl ModelConfig {
                 anyhow!("layer {il} shares a KV cache, but no earlier layer is of its kind")
             })
     }
-
-    /// The widest feed-forward of any layer.
-    pub fn max_ff(&self) -> usize {
-        self.n_ff.iter().copied().max().unwrap_or(0)
-    }
 }
 
 /// A per-layer size: one number for every layer, or an array of one per layer.

@@ -68,11 +68,10 @@ impl Decoder {
             None
         };
         let (rope, rope_swa) = Self::ropes(&cfg, weights, context_size)?;
-        let head_dims: Vec<Option<usize>> = (0..cfg.n_layer)
-            .map(|il| {
-                let own = cfg.kv_source(il).is_ok_and(|src| src == il);
-                own.then(|| cfg.layer_head_dim(il))
-            })
+        let head_dims: Vec<Option<usize>> = layers
+            .iter()
+            .enumerate()
+            .map(|(il, layer)| layer.own_cache_head_dim(il))
             .collect();
         let cache = KvCache::new(&head_dims, cfg.n_head_kv, context_size);
         Ok(Self {

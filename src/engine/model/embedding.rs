@@ -39,10 +39,6 @@ impl RowTable {
         })
     }
 
-    pub fn row_len(&self) -> usize {
-        self.row_len
-    }
-
     /// The rows of `ids`, dequantized, one after another (`ids.len() × row_len`).
     pub fn lookup(&self, ids: &[u32]) -> Result<Vec<f32>> {
         let mut out = Vec::with_capacity(ids.len() * self.row_len);

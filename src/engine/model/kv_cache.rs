@@ -48,15 +48,6 @@ impl KvCache {
         Self::new(&vec![Some(head_dim); n_layer], kv_heads, capacity)
     }
 
-    /// Bytes the buffers take once full.
-    pub fn size_bytes(&self) -> usize {
-        self.layers
-            .iter()
-            .flatten()
-            .map(|l| (l.k.len() + l.v.len()) * 4)
-            .sum()
-    }
-
     pub fn len(&self) -> usize {
         self.len
     }

@@ -47,8 +47,9 @@ pub struct Layer {
     qkv: QkvProj,
     /// Qwen2's projection biases.
     qkv_bias: Option<(Tensor, Tensor, Tensor)>,
-    /// Qwen3 and Gemma normalise each head of Q and K.
-    qk_norm: Option<(Tensor, Tensor)>,
+    /// Qwen3 and Gemma normalise each head of Q and K (KV-shared layers have no K to norm).
+    q_norm: Option<Tensor>,
+    k_norm: Option<Tensor>,
     /// Gemma 4 also normalises each head of V, without a weight (a vector of ones here).
     v_norm: Option<Tensor>,
     attn_out: QLinear,
@@ -111,16 +112,8 @@ impl Layer {
             )),
             None => None,
         };
-        let qk_norm = match weights.optional_vector(&name("attn_q_norm.weight"), hd)? {
-            Some(qn) => Some((
-                qn,
-                // A KV-shared layer has no keys of its own to normalise.
-                weights
-                    .optional_vector(&name("attn_k_norm.weight"), hd)?
-                    .unwrap_or(Tensor::ones(hd, candle_core::DType::F32, &Device::Cpu)?),
-            )),
-            None => None,
-        };
+        let q_norm = weights.optional_vector(&name("attn_q_norm.weight"), hd)?;
+        let k_norm = weights.optional_vector(&name("attn_k_norm.weight"), hd)?;
         let v_norm = (cfg.arch == Arch::Gemma4)
             .then(|| Tensor::ones(hd, candle_core::DType::F32, &Device::Cpu))
             .transpose()?;
@@ -150,7 +143,8 @@ impl Layer {
             attn_norm: weights.vector(&name("attn_norm.weight"), e)?,
             qkv,
             qkv_bias,
-            qk_norm,
+            q_norm,
+            k_norm,
             v_norm,
             attn_out: weights.linear(&name("attn_output.weight"), q_width, e)?,
             post_attn_norm: weights.optional_vector(&name("post_attention_norm.weight"), e)?,
@@ -169,6 +163,11 @@ impl Layer {
 
     pub fn sliding(&self) -> bool {
         self.sliding
+    }
+
+    /// The head size of this layer's own KV cache, or `None` when it reads another layer's.
+    pub fn own_cache_head_dim(&self, il: usize) -> Option<usize> {
+        (self.kv_source == il).then_some(self.head_dim)
     }
 
     /// `x` is `(tokens, n_embd)`; returns the layer's output, same shape.
@@ -201,14 +200,14 @@ impl Layer {
             (_, kv) => (q, kv),
         };
         let mut q = q.contiguous()?.reshape((t, nh, hd))?;
-        if let Some((qn, _)) = &self.qk_norm {
+        if let Some(qn) = &self.q_norm {
             q = rms_norm(&q, qn, cfg.rms_eps)?;
         }
         let mut q = q.flatten_all()?.to_vec1::<f32>()?;
         ctx.rope.rotate(&mut q, nh, hd, ctx.start);
         if let Some((k, v)) = kv {
             let mut k = k.contiguous()?.reshape((t, nkv, hd))?;
-            if let Some((_, kn)) = &self.qk_norm {
+            if let Some(kn) = &self.k_norm {
                 k = rms_norm(&k, kn, cfg.rms_eps)?;
             }
             let mut v = v.contiguous()?.reshape((t, nkv, hd))?;
