@@ -6,6 +6,7 @@
 //! what lets a cached conversation continue exactly as a fresh prefill of it would.
 
 use super::kv_cache::LayerCache;
+use super::vecmath;
 use rayon::prelude::*;
 
 /// Shapes of one attention call.
@@ -30,7 +31,7 @@ pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
     let group = s.heads / s.kv_heads;
     let mut out = vec![0f32; q.len()];
     // Work units are (token, head) pairs; each writes its own d outputs.
-    let run = |(unit, dst): (usize, &mut [f32])| {
+    let run = |scores: &mut Vec<f32>, (unit, dst): (usize, &mut [f32])| {
         let (t, h) = (unit / s.heads, unit % s.heads);
         let pos = s.start + t;
         let first = s.window.map_or(0, |w| (pos + 1).saturating_sub(w));
@@ -39,56 +40,20 @@ pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
         let keys = &cache.k[base + first * d..base + (pos + 1) * d];
         let values = &cache.v[base + first * d..base + (pos + 1) * d];
         let query = &q[(t * s.heads + h) * d..][..d];
-        one_query(query, keys, values, s.scale, dst);
+        vecmath::attend(query, keys, values, s.scale, scores, dst);
     };
     let work = tokens * s.heads * (s.start + tokens) * d;
     if work > 1 << 16 {
         out.par_chunks_mut(d)
             .enumerate()
-            .for_each(|(i, dst)| run((i, dst)));
+            .for_each_init(Vec::new, |scores, unit| run(scores, unit));
     } else {
+        let mut scores = Vec::new();
         out.chunks_mut(d)
             .enumerate()
-            .for_each(|(i, dst)| run((i, dst)));
+            .for_each(|unit| run(&mut scores, unit));
     }
     out
-}
-
-/// softmax(q·Kᵀ × scale)·V for one query over exactly the keys it sees.
-fn one_query(q: &[f32], keys: &[f32], values: &[f32], scale: f32, out: &mut [f32]) {
-    let d = q.len();
-    let mut scores: Vec<f32> = keys.chunks_exact(d).map(|k| dot(q, k) * scale).collect();
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for s in &mut scores {
-        *s = (*s - max).exp();
-        sum += *s;
-    }
-    let inv = 1.0 / sum;
-    out.fill(0.0);
-    for (p, v) in scores.iter().zip(values.chunks_exact(d)) {
-        let w = p * inv;
-        for (o, x) in out.iter_mut().zip(v) {
-            *o += w * x;
-        }
-    }
-}
-
-/// A dot product with eight independent accumulators: vectorisable, and always summed in the
-/// same order.
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let chunks = a.len() / 8;
-    for c in 0..chunks {
-        for l in 0..8 {
-            acc[l] += a[c * 8 + l] * b[c * 8 + l];
-        }
-    }
-    let mut tail = 0f32;
-    for i in chunks * 8..a.len() {
-        tail += a[i] * b[i];
-    }
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::config::{Arch, ModelConfig};
 use super::kv_cache::KvCache;
 use super::linear::QLinear;
 use super::rope::Rope;
+use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::Result;
 use candle_core::{Device, Tensor};
@@ -239,8 +240,8 @@ impl Layer {
         let x = (x + a)?;
         let mut x = (&x + self.feed_forward(&x, cfg)?)?;
         if let (Some(pli), Some(input)) = (&self.per_layer_input, &ctx.per_layer_input) {
-            let gated = (pli.gate.forward(&x)?.gelu()? * input)?;
-            let mixed = rms_norm(&pli.proj.forward(&gated)?, &pli.post_norm, cfg.rms_eps)?;
+            let g = gated(&pli.gate.forward(&x)?, input, true)?;
+            let mixed = rms_norm(&pli.proj.forward(&g)?, &pli.post_norm, cfg.rms_eps)?;
             x = (x + mixed)?;
         }
         if let Some(scale) = self.output_scale {
@@ -261,15 +262,29 @@ impl Layer {
                 )
             }
         };
-        let gate = if cfg.arch.uses_gelu() {
-            gate.gelu()?
-        } else {
-            gate.silu()?
-        };
-        let mut f = self.ffn_down.forward(&(gate * up)?)?;
+        let mut f = self
+            .ffn_down
+            .forward(&gated(&gate, &up, cfg.arch.uses_gelu())?)?;
         if let Some(norm) = &self.post_ffn_norm {
             f = rms_norm(&f, norm, cfg.rms_eps)?;
         }
         Ok(f)
     }
+}
+
+/// `act(gate) ⊙ up`, with GELU (tanh form) or SiLU as `act`: one vectorised pass instead of
+/// candle's separate activation and product.
+fn gated(gate: &Tensor, up: &Tensor, gelu: bool) -> Result<Tensor> {
+    let shape = gate.dims().to_vec();
+    let mut g = gate.flatten_all()?.to_vec1::<f32>()?;
+    let u = up.flatten_all()?.to_vec1::<f32>()?;
+    if g.len() != u.len() {
+        anyhow::bail!("gate and up projections differ in size");
+    }
+    if gelu {
+        vecmath::gelu_mul(&mut g, &u);
+    } else {
+        vecmath::silu_mul(&mut g, &u);
+    }
+    Ok(Tensor::from_vec(g, shape, &Device::Cpu)?)
 }

@@ -9,6 +9,7 @@ pub mod kv_cache;
 pub mod layer;
 pub mod linear;
 pub mod rope;
+pub mod vecmath;
 pub mod weights;
 
 use crate::engine::gguf::GgufHeader;
