@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Level {
+pub(crate) enum Level {
     Baseline,
     #[cfg(target_arch = "x86_64")]
     Avx2,
@@ -20,7 +20,7 @@ enum Level {
     Avx512,
 }
 
-fn level() -> Level {
+pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
@@ -37,6 +37,8 @@ fn level() -> Level {
 }
 
 /// Defines `pub fn $name` that runs `$body` compiled for the best instruction set this CPU has.
+/// The body may call only `#[inline(always)]` helpers (or code LLVM inlines anyway) for them to
+/// be compiled for that instruction set too.
 macro_rules! multiversion {
     ($(#[$meta:meta])* pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
@@ -49,6 +51,7 @@ macro_rules! multiversion {
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
             fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+            use $crate::engine::model::vecmath::{level, Level};
             match level() {
                 // SAFETY: `level()` returned these only after detecting the features at run time.
                 #[cfg(target_arch = "x86_64")]
@@ -61,6 +64,8 @@ macro_rules! multiversion {
         }
     };
 }
+
+pub(crate) use multiversion;
 
 /// Lanes of the accumulators (one AVX-512 register of f32).
 const LANES: usize = 16;
@@ -133,6 +138,14 @@ pub fn exp_inline(x: f32) -> f32 {
     // 2^n from its exponent bits; n is within -126..=127 after the clamp.
     let scale = f32::from_bits(((ni + 127) as u32) << 23);
     p * scale
+}
+
+/// `x` rounded to the nearest integer, ties to even (as ggml's x86 quantizers round), for
+/// |x| < 2^22, without a call that would stop vectorisation.
+#[inline(always)]
+pub fn round_inline(x: f32) -> f32 {
+    const ROUNDER: f32 = 12_582_912.0;
+    (x + ROUNDER) - ROUNDER
 }
 
 /// The tanh-approximated GELU, written as `x·σ(2u)`, which equals `½x(1 + tanh u)`.

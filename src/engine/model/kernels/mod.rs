@@ -21,6 +21,7 @@ pub mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod vnni_kquant;
 
+use super::vecmath;
 use candle_core::quantized::GgmlDType;
 
 /// The weight formats with kernels of our own.
@@ -116,54 +117,61 @@ impl Default for Q8KBlock {
     }
 }
 
-/// Symmetric 8-bit quantization of `x` (`amax / 127` per block, round half away from zero);
-/// returns the unrounded scale.
-fn quantize_block(x: &[f32], qs: &mut [i8]) -> f32 {
-    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+/// Symmetric 8-bit quantization of `x` (`amax / 127` per block, rounding ties to even as
+/// ggml's x86 code does); returns the unrounded scale.
+#[inline(always)]
+fn quantize_block(x: &[f32; QK], qs: &mut [i8; QK]) -> f32 {
+    let mut amax = [0f32; 8];
+    for c in x.as_chunks::<8>().0 {
+        for l in 0..8 {
+            amax[l] = amax[l].max(c[l].abs());
+        }
+    }
+    let amax = amax.iter().fold(0f32, |m, &v| m.max(v));
     let d = amax / 127.0;
     let id = if d > 0.0 { 1.0 / d } else { 0.0 };
     for (q, &v) in qs.iter_mut().zip(x) {
-        *q = (v * id).round().clamp(-127.0, 127.0) as i8;
+        *q = vecmath::round_inline(v * id).clamp(-127.0, 127.0) as i8;
     }
     d
 }
 
-/// Quantizes one row of activations (length `32 * out.len()`) to Q8_0/Q8_1 blocks, exactly as
-/// ggml (and candle) do, scales rounded to f16 included: llama.cpp's logits are the reference.
-pub fn quantize_q8(x: &[f32], out: &mut [Q8Block]) {
-    assert_eq!(x.len(), out.len() * QK, "quantize_q8: length mismatch");
-    for (xb, b) in x.chunks_exact(QK).zip(out.iter_mut()) {
-        let d = quantize_block(xb, &mut b.qs);
-        b.d = round_to_f16(d);
-        b.s = round_to_f16(d * b.qs.iter().map(|&q| q as i32).sum::<i32>() as f32);
+vecmath::multiversion! {
+    /// Quantizes one row of activations (length `32 * out.len()`) to Q8_0/Q8_1 blocks as ggml
+    /// does, scales rounded to f16 included: llama.cpp's logits are the reference.
+    pub fn quantize_q8(x: &[f32], out: &mut [Q8Block]) {
+        assert_eq!(x.len(), out.len() * QK, "quantize_q8: length mismatch");
+        for (xb, b) in x.as_chunks::<QK>().0.iter().zip(out.iter_mut()) {
+            let d = quantize_block(xb, &mut b.qs);
+            let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
+            b.d = round_to_f16(d);
+            b.s = round_to_f16(d * sum as f32);
+        }
     }
 }
 
-/// Quantizes one row of activations (length `256 * out.len()`) to Q8_K blocks, exactly as
-/// ggml's `quantize_row_q8_K` (and candle) do: the scale is `max / -127` for the signed value
-/// of largest magnitude.
-pub fn quantize_q8k(x: &[f32], out: &mut [Q8KBlock]) {
-    assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
-    for (xb, b) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
-        let (mut max, mut amax) = (0f32, 0f32);
-        for &v in xb {
-            if amax < v.abs() {
-                amax = v.abs();
-                max = v;
+vecmath::multiversion! {
+    /// Quantizes one row of activations (length `256 * out.len()`) to Q8_K blocks as ggml's
+    /// `quantize_row_q8_K` does: the scale is `max / -127` for the signed value of largest
+    /// magnitude (the first one, on a tie).
+    pub fn quantize_q8k(x: &[f32], out: &mut [Q8KBlock]) {
+        assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
+        for (xb, b) in x.as_chunks::<QK_K>().0.iter().zip(out.iter_mut()) {
+            let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+            if amax == 0.0 {
+                *b = Q8KBlock::default();
+                continue;
             }
+            let max = xb.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
+            let iscale = -127.0 / max;
+            for (q, &v) in b.qs.iter_mut().zip(xb) {
+                *q = vecmath::round_inline(iscale * v).clamp(-128.0, 127.0) as i8;
+            }
+            for (s, g) in b.bsums.iter_mut().zip(b.qs.as_chunks::<16>().0) {
+                *s = g.iter().map(|&q| q as i16).sum();
+            }
+            b.d = 1.0 / iscale;
         }
-        if amax == 0.0 {
-            *b = Q8KBlock::default();
-            continue;
-        }
-        let iscale = -127.0 / max;
-        for (q, &v) in b.qs.iter_mut().zip(xb) {
-            *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
-        }
-        for (s, g) in b.bsums.iter_mut().zip(b.qs.chunks_exact(16)) {
-            *s = g.iter().map(|&q| q as i16).sum();
-        }
-        b.d = 1.0 / iscale;
     }
 }
 

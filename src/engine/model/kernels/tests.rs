@@ -149,6 +149,21 @@ fn all_results(f: impl Fn(WeightKind, &[Isa], &[Vec<[f32; 4]>])) {
                     .iter()
                     .map(|&isa| {
                         let four = run::<4>(isa, kind, &w, &refs, cols);
+                        // Without the first weight row, every column moves within the kernels'
+                        // tiles of weight rows; its result must not change.
+                        let row_bytes = w.len() / cols;
+                        let shifted = run::<4>(isa, kind, &w[row_bytes..], &refs, cols - 1);
+                        for (c, col) in shifted.iter().enumerate() {
+                            for r in 0..4 {
+                                assert_eq!(
+                                    col[r].to_bits(),
+                                    four[c + 1][r].to_bits(),
+                                    "{kind:?} {isa:?} nb={nb}: column {} changed with its \
+                                     position among the weight rows",
+                                    c + 1
+                                );
+                            }
+                        }
                         for (r, a) in refs.iter().enumerate() {
                             let one = run::<1>(isa, kind, &w, &[a], cols);
                             for c in 0..cols {

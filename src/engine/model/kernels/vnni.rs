@@ -134,6 +134,9 @@ thread_local! {
     static PAIRS: RefCell<Vec<Pair>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Weight rows computed together by the tiled kernels.
+const TILE_ROWS: usize = 4;
+
 /// The 32-element formats, as const-generic tags (so each kernel is compiled for one).
 const Q4_0: u8 = 0;
 const Q4_1: u8 = 1;
@@ -172,58 +175,75 @@ fn unpack<const K: u8>(b0: &[u8], b1: &[u8]) -> __m512i {
     }
 }
 
-/// One weight row of a 32-element format `K` against `R` activation rows (`prep[r]` is
-/// [`prepare`]d from `a[r]`): per pair of blocks and row, one `vpdpbusd` and `acc += Σ · (d ·
-/// a.d)` in sixteen lanes (even blocks in the low eight, odd in the high), plus Q4_1's `m · s`
-/// in lanes 0 and 8. A lone last block meets zero activations in the high half.
+/// `M` weight rows of a 32-element format `K` against `R` activation rows (`prep[r]` is
+/// [`prepare`]d from `a[r]`), into `out[m][r]`: per pair of blocks, weight row and activation
+/// row, one `vpdpbusd` and `acc += Σ · (d · a.d)` in sixteen lanes (even blocks in the low
+/// eight, odd in the high), plus Q4_1's `m · s` in lanes 0 and 8. A lone last block meets zero
+/// activations in the high half. Each unpacked weight block serves `R` activation rows and each
+/// activation load serves `M` weight rows; every `(m, r)` result goes through the same
+/// operations whatever `M` and `R` are.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn q8_row<const R: usize, const K: u8>(w: &[u8], prep: &[&[Pair]; R], out: &mut [f32; R]) {
+fn q8_tile<const R: usize, const M: usize, const K: u8>(
+    w: &[&[u8]; M],
+    prep: &[&[Pair]; R],
+    out: &mut [[f32; R]],
+) {
     let bytes = layout(K).0;
-    let nb = w.len() / bytes;
-    let mut acc = [_mm512_setzero_ps(); R];
+    let nb = w[0].len() / bytes;
+    let mut acc = [[_mm512_setzero_ps(); R]; M];
     for p in 0..nb.div_ceil(2) {
-        let b0 = &w[2 * p * bytes..(2 * p + 1) * bytes];
-        let b1 = if 2 * p + 1 < nb {
-            &w[(2 * p + 1) * bytes..(2 * p + 2) * bytes]
-        } else {
-            b0
-        };
-        let u = unpack::<K>(b0, b1);
-        // The f16 scales (and Q4_1's mins) of both blocks converted at once, then spread
-        // over the two halves: d0 ×8, d1 ×8 (m0 ×8, m1 ×8).
-        let h = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as u64;
-        let mins = if K == Q4_1 {
-            (h(b0, 2) << 32) | (h(b1, 2) << 48)
-        } else {
-            0
-        };
-        let f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(
-            (h(b0, 0) | (h(b1, 0) << 16) | mins) as i64,
-        )));
-        let spread = |i: i32| {
-            let idx =
-                _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(i), _mm512_set1_epi32(i + 1));
-            _mm512_permutexvar_ps(idx, f)
-        };
-        let dw = spread(0);
-        let mw = if K == Q4_1 {
-            spread(2)
-        } else {
-            _mm512_setzero_ps()
-        };
+        let mut u = [_mm512_setzero_si512(); M];
+        let mut dw = [_mm512_setzero_ps(); M];
+        let mut mw = [_mm512_setzero_ps(); M];
+        for m in 0..M {
+            let b0 = &w[m][2 * p * bytes..(2 * p + 1) * bytes];
+            let b1 = if 2 * p + 1 < nb {
+                &w[m][(2 * p + 1) * bytes..(2 * p + 2) * bytes]
+            } else {
+                b0
+            };
+            u[m] = unpack::<K>(b0, b1);
+            // The f16 scales (and Q4_1's mins) of both blocks converted at once, then spread
+            // over the two halves: d0 ×8, d1 ×8 (m0 ×8, m1 ×8).
+            let h = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]) as u64;
+            let mins = if K == Q4_1 {
+                (h(b0, 2) << 32) | (h(b1, 2) << 48)
+            } else {
+                0
+            };
+            let f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(
+                (h(b0, 0) | (h(b1, 0) << 16) | mins) as i64,
+            )));
+            let spread = |i: i32| {
+                let idx =
+                    _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(i), _mm512_set1_epi32(i + 1));
+                _mm512_permutexvar_ps(idx, f)
+            };
+            dw[m] = spread(0);
+            if K == Q4_1 {
+                mw[m] = spread(2);
+            }
+        }
         for r in 0..R {
             let pr = &prep[r][p];
-            let s = _mm512_dpbusd_epi32(load_i32(&pr.corr), u, load64(&pr.y));
-            let sc = _mm512_mul_ps(dw, load_f32(&pr.da));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[r]);
-            if K == Q4_1 {
-                acc[r] = _mm512_fmadd_ps(mw, load_f32(&pr.s), acc[r]);
+            let corr = load_i32(&pr.corr);
+            let y = load64(&pr.y);
+            let da = load_f32(&pr.da);
+            for m in 0..M {
+                let s = _mm512_dpbusd_epi32(corr, u[m], y);
+                let sc = _mm512_mul_ps(dw[m], da);
+                acc[m][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), sc, acc[m][r]);
+                if K == Q4_1 {
+                    acc[m][r] = _mm512_fmadd_ps(mw[m], load_f32(&pr.s), acc[m][r]);
+                }
             }
         }
     }
-    for r in 0..R {
-        out[r] = _mm512_reduce_add_ps(acc[r]);
+    for (o, a) in out.iter_mut().zip(&acc) {
+        for r in 0..R {
+            o[r] = _mm512_reduce_add_ps(a[r]);
+        }
     }
 }
 
@@ -262,8 +282,20 @@ macro_rules! q8_wrapper {
                 prep: &[&[Pair]; R],
                 out: &mut [[f32; R]],
             ) {
-                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
-                    q8_row::<R, { $kind }>(wr, prep, o);
+                // Four weight rows at a time, then the rest one by one.
+                let done = out.len() / TILE_ROWS * TILE_ROWS;
+                for (w4, o) in w
+                    .chunks_exact(TILE_ROWS * row_bytes)
+                    .zip(out.chunks_exact_mut(TILE_ROWS))
+                {
+                    let ws = std::array::from_fn(|m| &w4[m * row_bytes..(m + 1) * row_bytes]);
+                    q8_tile::<R, TILE_ROWS, { $kind }>(&ws, prep, o);
+                }
+                for (wr, o) in w[done * row_bytes..]
+                    .chunks_exact(row_bytes)
+                    .zip(out[done..].chunks_exact_mut(1))
+                {
+                    q8_tile::<R, 1, { $kind }>(&[wr], prep, o);
                 }
             }
             let (bytes, off) = layout($kind);
