@@ -10,10 +10,10 @@ use super::kv_cache::KvCache;
 use super::layer::{Layer, LayerContext};
 use super::linear::QLinear;
 use super::rope::Rope;
+use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
 use candle_core::{Device, Tensor};
-use candle_nn::ops::rms_norm;
 
 /// Gemma 4's per-layer token inputs: for each token, one small vector per layer, from a
 /// token-indexed table (kept in the mapped file: it is larger than the rest of the model) and
@@ -24,7 +24,7 @@ struct PerLayerEmbedding {
     /// n_embd → n_layer × width.
     model_proj: QLinear,
     /// Normalises each layer's `width` slice of the projection.
-    proj_norm: Tensor,
+    proj_norm: Vec<f32>,
     width: usize,
 }
 
@@ -33,7 +33,7 @@ pub struct Decoder {
     token_embd: RowTable,
     per_layer: Option<PerLayerEmbedding>,
     layers: Vec<Layer>,
-    output_norm: Tensor,
+    output_norm: Vec<f32>,
     output: QLinear,
     rope: Rope,
     rope_swa: Rope,
@@ -104,7 +104,7 @@ impl Decoder {
             None
         };
         let factors = match factor_tensor {
-            Some(name) => Some(weights.vector(name, pairs)?.to_vec1::<f32>()?),
+            Some(name) => Some(weights.vector(name, pairs)?),
             None => None,
         };
         Ok((
@@ -139,65 +139,80 @@ impl Decoder {
         }
         self.cache.reserve(tokens.len())?;
         let start = self.cache.len();
-        let t = tokens.len();
-        let embd = self.token_embd.lookup(tokens)?;
-        let mut x = Tensor::from_vec(embd, (t, self.cfg.n_embd), &Device::Cpu)?;
+        let (t, e) = (tokens.len(), self.cfg.n_embd);
+        let mut x = self.token_embd.lookup(tokens)?;
         if let Some(scale) = self.cfg.embed_scale {
-            x = (x * scale as f64)?;
+            vecmath::scale(&mut x, scale);
         }
         let per_layer = match &self.per_layer {
             Some(ple) => Some(self.per_layer_inputs(ple, tokens, &x)?),
             None => None,
         };
+        let rope = self.rope.table(start, t);
+        let rope_swa = self.rope_swa.table(start, t);
         for (il, layer) in self.layers.iter().enumerate() {
             let ctx = LayerContext {
                 cfg: &self.cfg,
-                rope: if layer.sliding() {
-                    &self.rope_swa
-                } else {
-                    &self.rope
-                },
+                rope: if layer.sliding() { &rope_swa } else { &rope },
                 cache: &mut self.cache,
                 start,
-                per_layer_input: match &per_layer {
-                    Some(p) => Some(p.narrow(1, il, 1)?.squeeze(1)?),
-                    None => None,
-                },
+                per_layer_input: per_layer.as_ref().map(|p| p.layer(il)),
             };
-            x = layer.forward(il, &x, ctx)?;
+            layer.forward(il, &mut x, ctx)?;
         }
         self.cache.commit(t);
-        let x = if all_logits {
-            x
-        } else {
-            x.narrow(0, t - 1, 1)?
-        };
-        let x = rms_norm(&x, &self.output_norm, self.cfg.rms_eps)?;
-        let logits = self.output.forward(&x)?;
-        Ok(match self.cfg.final_softcap {
-            Some(cap) => ((logits / cap as f64)?.tanh()? * cap as f64)?,
-            None => logits,
-        })
+        let rows = if all_logits { t } else { 1 };
+        let mut x = x.split_off((t - rows) * e);
+        vecmath::rms_norm_rows(&mut x, e, Some(&self.output_norm), self.cfg.rms_eps);
+        let mut logits = self.output.forward_rows(&x, rows)?;
+        if let Some(cap) = self.cfg.final_softcap {
+            vecmath::softcap(&mut logits, cap);
+        }
+        Ok(Tensor::from_vec(
+            logits,
+            (rows, self.cfg.vocab_size),
+            &Device::Cpu,
+        )?)
     }
 
-    /// Gemma 4: `(tokens, n_layer, width)` inputs, the mean (scaled by 1/√2) of the token's
-    /// table row and the normalised projection of its embedding `x`.
+    /// Gemma 4: each token's inputs for every layer, the mean (scaled by 1/√2) of the token's
+    /// table row (scaled by √width) and the normalised projection of its embedding `x`.
     fn per_layer_inputs(
         &self,
         ple: &PerLayerEmbedding,
         tokens: &[u32],
-        x: &Tensor,
-    ) -> Result<Tensor> {
+        x: &[f32],
+    ) -> Result<PerLayerInputs> {
         let (t, n_layer, w) = (tokens.len(), self.cfg.n_layer, ple.width);
-        let rows = ple.table.lookup(tokens)?;
-        let from_table =
-            (Tensor::from_vec(rows, (t, n_layer, w), &Device::Cpu)? * (w as f64).sqrt())?;
-        let projected = (ple.model_proj.forward(x)? / (self.cfg.n_embd as f64).sqrt())?;
-        let projected = rms_norm(
-            &projected.reshape((t, n_layer, w))?,
-            &ple.proj_norm,
-            self.cfg.rms_eps,
-        )?;
-        Ok(((projected + from_table)? * std::f64::consts::FRAC_1_SQRT_2)?.contiguous()?)
+        let mut from_table = ple.table.lookup(tokens)?;
+        vecmath::scale(&mut from_table, (w as f32).sqrt());
+        let mut projected = ple.model_proj.forward_rows(x, t)?;
+        vecmath::scale(&mut projected, 1.0 / (self.cfg.n_embd as f32).sqrt());
+        vecmath::rms_norm_rows(&mut projected, w, Some(&ple.proj_norm), self.cfg.rms_eps);
+        vecmath::add_assign(&mut projected, &from_table);
+        vecmath::scale(&mut projected, std::f32::consts::FRAC_1_SQRT_2);
+        Ok(PerLayerInputs {
+            values: projected,
+            n_layer,
+            width: w,
+        })
+    }
+}
+
+/// Gemma 4's per-layer inputs of one pass: `(tokens, n_layer, width)` row-major.
+struct PerLayerInputs {
+    values: Vec<f32>,
+    n_layer: usize,
+    width: usize,
+}
+
+impl PerLayerInputs {
+    /// Layer `il`'s inputs, `(tokens, width)`.
+    fn layer(&self, il: usize) -> Vec<f32> {
+        self.values
+            .chunks_exact(self.n_layer * self.width)
+            .flat_map(|token| &token[il * self.width..(il + 1) * self.width])
+            .copied()
+            .collect()
     }
 }

@@ -6,12 +6,10 @@ use super::attention::{attention, AttentionShape};
 use super::config::{Arch, ModelConfig};
 use super::kv_cache::KvCache;
 use super::linear::QLinear;
-use super::rope::Rope;
+use super::rope::RopeTable;
 use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::Result;
-use candle_core::{Device, Tensor};
-use candle_nn::ops::rms_norm;
 
 enum QkvProj {
     Separate {
@@ -40,26 +38,26 @@ struct PerLayerInput {
     gate: QLinear,
     /// Back to n_embd.
     proj: QLinear,
-    post_norm: Tensor,
+    post_norm: Vec<f32>,
 }
 
 pub struct Layer {
-    attn_norm: Tensor,
+    attn_norm: Vec<f32>,
     qkv: QkvProj,
     /// Qwen2's projection biases.
-    qkv_bias: Option<(Tensor, Tensor, Tensor)>,
+    qkv_bias: Option<(Vec<f32>, Vec<f32>, Vec<f32>)>,
     /// Qwen3 and Gemma normalise each head of Q and K (KV-shared layers have no K to norm).
-    q_norm: Option<Tensor>,
-    k_norm: Option<Tensor>,
-    /// Gemma 4 also normalises each head of V, without a weight (a vector of ones here).
-    v_norm: Option<Tensor>,
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    /// Gemma 4 also normalises each head of V, without a weight.
+    v_norm: bool,
     attn_out: QLinear,
     /// Gemma's "sandwich" norms after attention and after the feed-forward.
-    post_attn_norm: Option<Tensor>,
-    ffn_norm: Tensor,
+    post_attn_norm: Option<Vec<f32>>,
+    ffn_norm: Vec<f32>,
     ffn: FfnProj,
     ffn_down: QLinear,
-    post_ffn_norm: Option<Tensor>,
+    post_ffn_norm: Option<Vec<f32>>,
     per_layer_input: Option<PerLayerInput>,
     /// Gemma 4 scales the whole hidden state at the end of each layer.
     output_scale: Option<f32>,
@@ -73,12 +71,13 @@ pub struct Layer {
 /// What a layer needs besides its own weights.
 pub struct LayerContext<'a> {
     pub cfg: &'a ModelConfig,
-    pub rope: &'a Rope,
+    /// The rotations of this pass's positions for this kind of layer.
+    pub rope: &'a RopeTable,
     pub cache: &'a mut KvCache,
     /// Position of the first token of this pass.
     pub start: usize,
-    /// Gemma 4: this layer's per-layer input, `(tokens, width)`.
-    pub per_layer_input: Option<Tensor>,
+    /// Gemma 4: this layer's per-layer input, `(tokens, width)` row-major.
+    pub per_layer_input: Option<Vec<f32>>,
 }
 
 impl Layer {
@@ -115,9 +114,7 @@ impl Layer {
         };
         let q_norm = weights.optional_vector(&name("attn_q_norm.weight"), hd)?;
         let k_norm = weights.optional_vector(&name("attn_k_norm.weight"), hd)?;
-        let v_norm = (cfg.arch == Arch::Gemma4)
-            .then(|| Tensor::ones(hd, candle_core::DType::F32, &Device::Cpu))
-            .transpose()?;
+        let v_norm = cfg.arch == Arch::Gemma4;
         let ffn = if cfg.arch == Arch::Phi3 {
             FfnProj::Fused(weights.linear(&name("ffn_up.weight"), e, 2 * n_ff)?)
         } else {
@@ -137,7 +134,7 @@ impl Layer {
             None
         };
         let output_scale = match weights.optional_vector(&name("layer_output_scale.weight"), 1)? {
-            Some(s) => Some(s.to_vec1::<f32>()?[0]),
+            Some(s) => s.first().copied(),
             None => None,
         };
         Ok(Self {
@@ -171,53 +168,47 @@ impl Layer {
         (self.kv_source == il).then_some(self.head_dim)
     }
 
-    /// `x` is `(tokens, n_embd)`; returns the layer's output, same shape.
-    pub fn forward(&self, il: usize, x: &Tensor, ctx: LayerContext) -> Result<Tensor> {
+    /// `x` is `(tokens, n_embd)` row-major; the layer's output replaces it.
+    pub fn forward(&self, il: usize, x: &mut [f32], ctx: LayerContext) -> Result<()> {
         let cfg = ctx.cfg;
-        let t = x.dim(0)?;
+        let eps = cfg.rms_eps;
+        let e = cfg.n_embd;
+        let t = x.len() / e;
         let (hd, nh, nkv) = (self.head_dim, cfg.n_head, cfg.n_head_kv);
-        let n = rms_norm(x, &self.attn_norm, cfg.rms_eps)?;
-        let (q, kv) = match &self.qkv {
-            QkvProj::Separate { q, k, v } => {
-                (q.forward(&n)?, Some((k.forward(&n)?, v.forward(&n)?)))
-            }
-            QkvProj::Fused(qkv) => {
-                let all = qkv.forward(&n)?;
-                (
-                    all.narrow(1, 0, nh * hd)?,
-                    Some((
-                        all.narrow(1, nh * hd, nkv * hd)?,
-                        all.narrow(1, (nh + nkv) * hd, nkv * hd)?,
-                    )),
-                )
-            }
-            QkvProj::QueryOnly(q) => (q.forward(&n)?, None),
-        };
-        let (q, kv) = match (&self.qkv_bias, kv) {
-            (Some((qb, kb, vb)), Some((k, v))) => (
-                q.broadcast_add(qb)?,
-                Some((k.broadcast_add(kb)?, v.broadcast_add(vb)?)),
+        let mut n = x.to_vec();
+        vecmath::rms_norm_rows(&mut n, e, Some(&self.attn_norm), eps);
+        let (mut q, kv) = match &self.qkv {
+            QkvProj::Separate { q, k, v } => (
+                q.forward_rows(&n, t)?,
+                Some((k.forward_rows(&n, t)?, v.forward_rows(&n, t)?)),
             ),
-            (_, kv) => (q, kv),
+            QkvProj::Fused(qkv) => {
+                let all = qkv.forward_rows(&n, t)?;
+                let widths = [nh * hd, nkv * hd, nkv * hd];
+                let [q, k, v] = split_columns(&all, widths);
+                (q, Some((k, v)))
+            }
+            QkvProj::QueryOnly(q) => (q.forward_rows(&n, t)?, None),
         };
-        let mut q = q.contiguous()?.reshape((t, nh, hd))?;
-        if let Some(qn) = &self.q_norm {
-            q = rms_norm(&q, qn, cfg.rms_eps)?;
+        if let Some((qb, _, _)) = &self.qkv_bias {
+            vecmath::add_to_rows(&mut q, qb);
         }
-        let mut q = q.flatten_all()?.to_vec1::<f32>()?;
-        ctx.rope.rotate(&mut q, nh, hd, ctx.start);
-        if let Some((k, v)) = kv {
-            let mut k = k.contiguous()?.reshape((t, nkv, hd))?;
+        if let Some(qn) = &self.q_norm {
+            vecmath::rms_norm_rows(&mut q, hd, Some(qn), eps);
+        }
+        ctx.rope.rotate(&mut q, nh, hd);
+        if let Some((mut k, mut v)) = kv {
+            if let Some((_, kb, vb)) = &self.qkv_bias {
+                vecmath::add_to_rows(&mut k, kb);
+                vecmath::add_to_rows(&mut v, vb);
+            }
             if let Some(kn) = &self.k_norm {
-                k = rms_norm(&k, kn, cfg.rms_eps)?;
+                vecmath::rms_norm_rows(&mut k, hd, Some(kn), eps);
             }
-            let mut v = v.contiguous()?.reshape((t, nkv, hd))?;
-            if let Some(ones) = &self.v_norm {
-                v = rms_norm(&v, ones, cfg.rms_eps)?;
+            if self.v_norm {
+                vecmath::rms_norm_rows(&mut v, hd, None, eps);
             }
-            let mut k = k.flatten_all()?.to_vec1::<f32>()?;
-            let v = v.flatten_all()?.to_vec1::<f32>()?;
-            ctx.rope.rotate(&mut k, nkv, hd, ctx.start);
+            ctx.rope.rotate(&mut k, nkv, hd);
             ctx.cache.append(il, &k, &v)?;
         }
         let shape = AttentionShape {
@@ -232,59 +223,65 @@ impl Layer {
         // A KV-shared layer reads its source's cache, which already holds this pass's tokens
         // (the source layer ran earlier in the same pass).
         let attn = attention(&q, ctx.cache.layer(self.kv_source)?, shape);
-        let attn = Tensor::from_vec(attn, (t, nh * hd), &Device::Cpu)?;
-        let mut a = self.attn_out.forward(&attn)?;
+        let mut a = self.attn_out.forward_rows(&attn, t)?;
         if let Some(norm) = &self.post_attn_norm {
-            a = rms_norm(&a, norm, cfg.rms_eps)?;
+            vecmath::rms_norm_rows(&mut a, e, Some(norm), eps);
         }
-        let x = (x + a)?;
-        let mut x = (&x + self.feed_forward(&x, cfg)?)?;
+        vecmath::add_assign(x, &a);
+        let f = self.feed_forward(x, t, cfg)?;
+        vecmath::add_assign(x, &f);
         if let (Some(pli), Some(input)) = (&self.per_layer_input, &ctx.per_layer_input) {
-            let g = gated(&pli.gate.forward(&x)?, input, true)?;
-            let mixed = rms_norm(&pli.proj.forward(&g)?, &pli.post_norm, cfg.rms_eps)?;
-            x = (x + mixed)?;
+            let mut g = pli.gate.forward_rows(x, t)?;
+            if g.len() != input.len() {
+                anyhow::bail!("per-layer input has the wrong size");
+            }
+            vecmath::gelu_mul(&mut g, input);
+            let mut mixed = pli.proj.forward_rows(&g, t)?;
+            vecmath::rms_norm_rows(&mut mixed, e, Some(&pli.post_norm), eps);
+            vecmath::add_assign(x, &mixed);
         }
         if let Some(scale) = self.output_scale {
-            x = (x * scale as f64)?;
+            vecmath::scale(x, scale);
         }
-        Ok(x)
+        Ok(())
     }
 
-    fn feed_forward(&self, x: &Tensor, cfg: &ModelConfig) -> Result<Tensor> {
-        let m = rms_norm(x, &self.ffn_norm, cfg.rms_eps)?;
-        let (gate, up) = match &self.ffn {
-            FfnProj::Separate { gate, up } => (gate.forward(&m)?, up.forward(&m)?),
+    fn feed_forward(&self, x: &[f32], t: usize, cfg: &ModelConfig) -> Result<Vec<f32>> {
+        let mut m = x.to_vec();
+        vecmath::rms_norm_rows(&mut m, cfg.n_embd, Some(&self.ffn_norm), cfg.rms_eps);
+        let (mut gate, up) = match &self.ffn {
+            FfnProj::Separate { gate, up } => (gate.forward_rows(&m, t)?, up.forward_rows(&m, t)?),
             FfnProj::Fused(up) => {
-                let both = up.forward(&m)?;
-                (
-                    both.narrow(1, 0, self.n_ff)?,
-                    both.narrow(1, self.n_ff, self.n_ff)?,
-                )
+                let both = up.forward_rows(&m, t)?;
+                let [gate, up] = split_columns(&both, [self.n_ff, self.n_ff]);
+                (gate, up)
             }
         };
-        let mut f = self
-            .ffn_down
-            .forward(&gated(&gate, &up, cfg.arch.uses_gelu())?)?;
+        if cfg.arch.uses_gelu() {
+            vecmath::gelu_mul(&mut gate, &up);
+        } else {
+            vecmath::silu_mul(&mut gate, &up);
+        }
+        let mut f = self.ffn_down.forward_rows(&gate, t)?;
         if let Some(norm) = &self.post_ffn_norm {
-            f = rms_norm(&f, norm, cfg.rms_eps)?;
+            vecmath::rms_norm_rows(&mut f, cfg.n_embd, Some(norm), cfg.rms_eps);
         }
         Ok(f)
     }
 }
 
-/// `act(gate) ⊙ up`, with GELU (tanh form) or SiLU as `act`: one vectorised pass instead of
-/// candle's separate activation and product.
-fn gated(gate: &Tensor, up: &Tensor, gelu: bool) -> Result<Tensor> {
-    let shape = gate.dims().to_vec();
-    let mut g = gate.flatten_all()?.to_vec1::<f32>()?;
-    let u = up.flatten_all()?.to_vec1::<f32>()?;
-    if g.len() != u.len() {
-        anyhow::bail!("gate and up projections differ in size");
+/// Splits each row of `all` (rows of `Σ widths`) into `N` row-major matrices of `widths[i]`
+/// columns: the parts of a fused projection.
+fn split_columns<const N: usize>(all: &[f32], widths: [usize; N]) -> [Vec<f32>; N] {
+    let row: usize = widths.iter().sum();
+    let rows = all.len() / row;
+    let mut parts: [Vec<f32>; N] = std::array::from_fn(|i| Vec::with_capacity(rows * widths[i]));
+    for r in all.chunks_exact(row) {
+        let mut at = 0;
+        for (part, &w) in parts.iter_mut().zip(&widths) {
+            part.extend_from_slice(&r[at..at + w]);
+            at += w;
+        }
     }
-    if gelu {
-        vecmath::gelu_mul(&mut g, &u);
-    } else {
-        vecmath::silu_mul(&mut g, &u);
-    }
-    Ok(Tensor::from_vec(g, shape, &Device::Cpu)?)
+    parts
 }

@@ -217,6 +217,73 @@ multiversion! {
     }
 }
 
+multiversion! {
+    /// RMS-normalises each row of `width` values of `x` in place, then multiplies by `weight`
+    /// (one value per column) if there is one: `x / sqrt(mean(x²) + eps) · w`.
+    pub fn rms_norm_rows(x: &mut [f32], width: usize, weight: Option<&[f32]>, eps: f32) {
+        assert!(width > 0 && x.len().is_multiple_of(width), "rms_norm: ragged rows");
+        for row in x.chunks_exact_mut(width) {
+            let ss = dot_inline(row, row);
+            let inv = 1.0 / (ss / width as f32 + eps).sqrt();
+            match weight {
+                Some(w) => {
+                    assert_eq!(w.len(), width, "rms_norm: weight length");
+                    for (v, g) in row.iter_mut().zip(w) {
+                        *v = *v * inv * g;
+                    }
+                }
+                None => {
+                    for v in row.iter_mut() {
+                        *v *= inv;
+                    }
+                }
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// `x[i] += y[i]`.
+    pub fn add_assign(x: &mut [f32], y: &[f32]) {
+        assert_eq!(x.len(), y.len(), "add: lengths differ");
+        for (a, b) in x.iter_mut().zip(y) {
+            *a += b;
+        }
+    }
+}
+
+multiversion! {
+    /// Adds `bias` to every row of `x` (rows of `bias.len()`).
+    pub fn add_to_rows(x: &mut [f32], bias: &[f32]) {
+        assert!(x.len().is_multiple_of(bias.len()), "bias: ragged rows");
+        for row in x.chunks_exact_mut(bias.len()) {
+            for (a, b) in row.iter_mut().zip(bias) {
+                *a += b;
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// `x[i] *= s`.
+    pub fn scale(x: &mut [f32], s: f32) {
+        for v in x.iter_mut() {
+            *v *= s;
+        }
+    }
+}
+
+multiversion! {
+    /// `x[i] = cap · tanh(x[i] / cap)` (Gemma's logit softcapping).
+    pub fn softcap(x: &mut [f32], cap: f32) {
+        for v in x.iter_mut() {
+            // tanh u = 1 - 2 / (e^{2u} + 1), exact enough at the scale of logits.
+            let e = exp_inline(2.0 * (*v / cap));
+            *v = cap * (1.0 - 2.0 / (e + 1.0));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +362,37 @@ mod tests {
         gelu_mul(&mut g, &b);
         for ((&x, &y), &got) in a.iter().zip(&b).zip(&g) {
             assert_eq!(got.to_bits(), (gelu_inline(x) * y).to_bits());
+        }
+    }
+
+    #[test]
+    fn norms_adds_and_softcap_match_their_formulas() {
+        let x = pseudo_random(48, 8, 4.0);
+        let w = pseudo_random(16, 9, 1.0);
+        let mut y = x.clone();
+        rms_norm_rows(&mut y, 16, Some(&w), 1e-6);
+        for (row, out) in x.chunks(16).zip(y.chunks(16)) {
+            let ms = row.iter().map(|v| (v * v) as f64).sum::<f64>() / 16.0;
+            for ((v, g), o) in row.iter().zip(&w).zip(out) {
+                let want = *v as f64 / (ms + 1e-6).sqrt() * *g as f64;
+                assert!((*o as f64 - want).abs() < 1e-5, "{o} vs {want}");
+            }
+        }
+        let mut c = x.clone();
+        softcap(&mut c, 3.0);
+        for (v, o) in x.iter().zip(&c) {
+            let want = 3.0 * (*v as f64 / 3.0).tanh();
+            assert!(
+                (*o as f64 - want).abs() < 1e-5,
+                "softcap({v}) = {o}, want {want}"
+            );
+        }
+        let mut b = x.clone();
+        add_to_rows(&mut b, &w);
+        add_assign(&mut b, &x);
+        scale(&mut b, 0.5);
+        for (i, o) in b.iter().enumerate() {
+            assert_eq!(*o, (x[i] + w[i % 16] + x[i]) * 0.5);
         }
     }
 

@@ -10,7 +10,7 @@ use super::linear::QLinear;
 use crate::engine::gguf::{GgufHeader, TensorInfo};
 use anyhow::{anyhow, Context, Result};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use memmap2::Mmap;
 use std::borrow::Cow;
 use std::fs::File;
@@ -109,12 +109,16 @@ impl<'h> WeightFile<'h> {
     }
 
     /// A 1-D f32 vector (norm weights, biases, rope factors).
-    pub fn vector(&self, name: &str, len: usize) -> Result<Tensor> {
+    /// A 1-D tensor of `len` values (norm weights, biases, frequency factors), dequantized.
+    pub fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
         self.expect_dims(name, &[len])?;
-        Ok(self.qtensor(self.info(name)?)?.dequantize(&Device::Cpu)?)
+        Ok(self
+            .qtensor(self.info(name)?)?
+            .dequantize(&Device::Cpu)?
+            .to_vec1::<f32>()?)
     }
 
-    pub fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Tensor>> {
+    pub fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Vec<f32>>> {
         if self.has(name) {
             self.vector(name, len).map(Some)
         } else {
