@@ -285,3 +285,41 @@ fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
         }
     }
 }
+
+#[test]
+fn a_group_of_layers_gives_the_same_bits_as_each_layer_alone() {
+    use taper::engine::model::linear::forward_rows_group;
+    let mut rng = Rng(0x5EED_6001);
+    let k = 256;
+    // Same activation format (a shared quantization), mixed formats (one by one), a layer
+    // candle computes, and a layer with no outputs.
+    let groups: [&[(GgmlDType, usize)]; 4] = [
+        &[
+            (GgmlDType::Q5_0, 40),
+            (GgmlDType::Q4_1, 7),
+            (GgmlDType::Q8_0, 33),
+        ],
+        &[(GgmlDType::Q4K, 12), (GgmlDType::Q4_0, 9)],
+        &[(GgmlDType::Q6K, 5), (GgmlDType::F16, 6)],
+        &[(GgmlDType::Q8_0, 0), (GgmlDType::Q8_0, 3)],
+    ];
+    for group in groups {
+        let layers: Vec<QLinear> = group
+            .iter()
+            .map(|&(dtype, out)| QLinear::from_arc(weights(dtype, out, k, &mut rng)).unwrap())
+            .collect();
+        let refs: Vec<&QLinear> = layers.iter().collect();
+        for rows in [1, 5, 9] {
+            let x = rng.vec(rows * k);
+            let together = forward_rows_group(&refs, &x, rows).unwrap();
+            assert_eq!(together.len(), layers.len());
+            for ((layer, got), &(dtype, _)) in layers.iter().zip(&together).zip(group) {
+                let alone = layer.forward_rows(&x, rows).unwrap();
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(got), bits(&alone), "{dtype:?}, {rows} rows");
+            }
+        }
+    }
+    let one = QLinear::from_arc(weights(GgmlDType::Q8_0, 4, k, &mut rng)).unwrap();
+    assert!(forward_rows_group(&[&one], &[0.0; 10], 1).is_err());
+}

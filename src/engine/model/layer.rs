@@ -5,7 +5,7 @@
 use super::attention::{attention, AttentionShape};
 use super::config::{Arch, ModelConfig};
 use super::kv_cache::KvCache;
-use super::linear::QLinear;
+use super::linear::{forward_rows_group, QLinear};
 use super::rope::RopeTable;
 use super::vecmath;
 use super::weights::WeightFile;
@@ -178,10 +178,10 @@ impl Layer {
         let mut n = x.to_vec();
         vecmath::rms_norm_rows(&mut n, e, Some(&self.attn_norm), eps);
         let (mut q, kv) = match &self.qkv {
-            QkvProj::Separate { q, k, v } => (
-                q.forward_rows(&n, t)?,
-                Some((k.forward_rows(&n, t)?, v.forward_rows(&n, t)?)),
-            ),
+            QkvProj::Separate { q, k, v } => {
+                let [q, k, v] = three(forward_rows_group(&[q, k, v], &n, t)?)?;
+                (q, Some((k, v)))
+            }
             QkvProj::Fused(qkv) => {
                 let all = qkv.forward_rows(&n, t)?;
                 let widths = [nh * hd, nkv * hd, nkv * hd];
@@ -250,7 +250,10 @@ impl Layer {
         let mut m = x.to_vec();
         vecmath::rms_norm_rows(&mut m, cfg.n_embd, Some(&self.ffn_norm), cfg.rms_eps);
         let (mut gate, up) = match &self.ffn {
-            FfnProj::Separate { gate, up } => (gate.forward_rows(&m, t)?, up.forward_rows(&m, t)?),
+            FfnProj::Separate { gate, up } => {
+                let [gate, up] = two(forward_rows_group(&[gate, up], &m, t)?)?;
+                (gate, up)
+            }
             FfnProj::Fused(up) => {
                 let both = up.forward_rows(&m, t)?;
                 let [gate, up] = split_columns(&both, [self.n_ff, self.n_ff]);
@@ -284,4 +287,12 @@ fn split_columns<const N: usize>(all: &[f32], widths: [usize; N]) -> [Vec<f32>; 
         }
     }
     parts
+}
+
+fn three(v: Vec<Vec<f32>>) -> Result<[Vec<f32>; 3]> {
+    <[Vec<f32>; 3]>::try_from(v).map_err(|_| anyhow::anyhow!("expected three projections"))
+}
+
+fn two(v: Vec<Vec<f32>>) -> Result<[Vec<f32>; 2]> {
+    <[Vec<f32>; 2]>::try_from(v).map_err(|_| anyhow::anyhow!("expected two projections"))
 }

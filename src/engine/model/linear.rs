@@ -189,55 +189,117 @@ impl QLinear {
 
     /// As [`Self::forward_rows`] with a chosen implementation (tests run every one).
     pub fn forward_rows_with(&self, isa: Isa, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-        if x.len() != rows * self.in_dim {
-            candle_core::bail!(
-                "QLinear: {} inputs are not {rows} rows of {}",
-                x.len(),
-                self.in_dim
-            );
-        }
-        let (weights, kind) = match &self.imp {
-            Imp::Native { weights, kind } => (weights.as_slice(), *kind),
-            Imp::Candle(m) => {
-                let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
-                return m.forward(&xt)?.flatten_all()?.to_vec1::<f32>();
-            }
+        let mut ys = forward_group_with(isa, &[self], x, rows)?;
+        Ok(ys.pop().unwrap_or_default())
+    }
+
+    /// The blocks of a native layer, checked against its shape, with their format.
+    fn native(&self) -> Result<Option<Mat<'_>>> {
+        let Imp::Native { weights, kind } = &self.imp else {
+            return Ok(None);
         };
-        if rows == 0 {
-            return Ok(Vec::new());
-        }
-        let data = weights;
-        let k = self.in_dim;
-        let nb = k / kind.block_elems();
+        let nb = self.in_dim / kind.block_elems();
         let row_bytes = nb * kind.block_bytes();
+        let data = weights.as_slice();
         if data.len() < row_bytes * self.out_dim {
             candle_core::bail!("QLinear: weight data is shorter than its shape");
         }
-        let w = &data[..row_bytes * self.out_dim];
-        let shape = Shape {
-            rows,
-            nb,
-            k,
+        Ok(Some(Mat {
+            w: &data[..row_bytes * self.out_dim],
+            kind: *kind,
             out: self.out_dim,
             row_bytes,
-        };
-        Ok(if kind.uses_q8k() {
-            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
-            shape.matmul::<Q8KBlock>(
-                w,
-                &acts,
-                |w, a, o| kernels::dot_q8k::<4>(isa, kind, w, a, o),
-                |w, a, o| kernels::dot_q8k::<1>(isa, kind, w, a, o),
-            )
-        } else {
-            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
-            shape.matmul::<Q8Block>(
-                w,
-                &acts,
-                |w, a, o| kernels::dot_q8::<4>(isa, kind, w, a, o),
-                |w, a, o| kernels::dot_q8::<1>(isa, kind, w, a, o),
-            )
-        })
+        }))
+    }
+}
+
+/// Several layers over the same input (Q, K and V; gate and up), each `rows × in` → `rows ×
+/// out`: the input is quantized once and the columns of all of them are shared out between the
+/// threads in one go, so a decode step wakes the thread pool once instead of three times.
+/// Layers whose formats cannot share a quantization are computed one after another.
+pub fn forward_rows_group(layers: &[&QLinear], x: &[f32], rows: usize) -> Result<Vec<Vec<f32>>> {
+    forward_group_with(default_isa(), layers, x, rows)
+}
+
+fn forward_group_with(
+    isa: Isa,
+    layers: &[&QLinear],
+    x: &[f32],
+    rows: usize,
+) -> Result<Vec<Vec<f32>>> {
+    for l in layers {
+        if x.len() != rows * l.in_dim {
+            candle_core::bail!(
+                "QLinear: {} inputs are not {rows} rows of {}",
+                x.len(),
+                l.in_dim
+            );
+        }
+    }
+    let mats = layers
+        .iter()
+        .map(|l| l.native())
+        .collect::<Result<Option<Vec<Mat>>>>()?;
+    let shared = mats.filter(|m| {
+        m.windows(2)
+            .all(|p| p[0].kind.uses_q8k() == p[1].kind.uses_q8k())
+    });
+    let Some(mats) = shared else {
+        return layers
+            .iter()
+            .map(|l| l.forward_one_by_one(x, rows, isa))
+            .collect();
+    };
+    let (Some(first), Some(layer)) = (mats.first(), layers.first()) else {
+        return Ok(Vec::new());
+    };
+    if rows == 0 {
+        return Ok(vec![Vec::new(); mats.len()]);
+    }
+    let k = layer.in_dim;
+    let nb = k / first.kind.block_elems();
+    Ok(if first.kind.uses_q8k() {
+        let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
+        matmul::<Q8KBlock>(
+            &mats,
+            Activations {
+                rows,
+                nb,
+                k,
+                acts: &acts,
+            },
+            |kind, w, a, o| kernels::dot_q8k::<4>(isa, kind, w, a, o),
+            |kind, w, a, o| kernels::dot_q8k::<1>(isa, kind, w, a, o),
+        )
+    } else {
+        let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
+        matmul::<Q8Block>(
+            &mats,
+            Activations {
+                rows,
+                nb,
+                k,
+                acts: &acts,
+            },
+            |kind, w, a, o| kernels::dot_q8::<4>(isa, kind, w, a, o),
+            |kind, w, a, o| kernels::dot_q8::<1>(isa, kind, w, a, o),
+        )
+    })
+}
+
+impl QLinear {
+    /// A layer alone: ours if native, else candle's.
+    fn forward_one_by_one(&self, x: &[f32], rows: usize, isa: Isa) -> Result<Vec<f32>> {
+        match &self.imp {
+            Imp::Candle(m) => {
+                let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
+                m.forward(&xt)?.flatten_all()?.to_vec1::<f32>()
+            }
+            Imp::Native { .. } => {
+                let mut ys = forward_group_with(isa, &[self], x, rows)?;
+                Ok(ys.pop().unwrap_or_default())
+            }
+        }
     }
 }
 
@@ -268,89 +330,108 @@ fn quantize_rows<B: Default + Clone + Send>(
     acts
 }
 
-struct Shape {
-    rows: usize,
-    nb: usize,
-    k: usize,
+/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes of `kind` blocks.
+struct Mat<'a> {
+    w: &'a [u8],
+    kind: WeightKind,
     out: usize,
     row_bytes: usize,
 }
 
-impl Shape {
-    /// `y[r][c] = w[c] · acts[r]`. Output columns are split into chunks run in parallel; in a
-    /// chunk each weight row meets the activation rows four at a time (one unpack of a weight
-    /// block serves four rows), then one at a time for the rest.
-    fn matmul<A: Sync>(
-        &self,
-        w: &[u8],
-        acts: &[A],
-        dot4: impl Fn(&[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
-        dot1: impl Fn(&[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
-    ) -> Vec<f32> {
-        let Shape {
-            rows,
-            nb,
-            k,
-            out,
-            row_bytes,
-        } = *self;
-        let threads = rayon::current_num_threads();
-        let col_macs = rows * k;
-        let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
-        // About 8 chunks per thread, so a thread slowed down by a shared core hands work over.
-        let cols = out.div_ceil(threads * 8).max(min_cols).min(out);
-        // Each chunk of columns gets its own piece of every output row, so results are written
-        // in place, row-major (a transposed buffer and a transpose afterwards cost 13% of a
-        // prefill matmul: the transpose's strides aliased in the cache).
-        let mut y = vec![0f32; rows * out];
-        let mut parts: Vec<Vec<&mut [f32]>> = (0..out.div_ceil(cols))
+/// The quantized input of a matmul: `rows` rows of `nb` blocks (`k` values).
+struct Activations<'a, A> {
+    rows: usize,
+    nb: usize,
+    k: usize,
+    acts: &'a [A],
+}
+
+/// The columns of one matrix that one task computes, and its pieces of the output rows.
+struct Task<'y> {
+    mat: usize,
+    first_col: usize,
+    dst: Vec<&'y mut [f32]>,
+}
+
+/// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`. Output columns are split into chunks run
+/// in parallel; in a chunk each weight row meets the activation rows four at a time (one unpack
+/// of a weight block serves four rows), then one at a time for the rest.
+fn matmul<A: Sync>(
+    mats: &[Mat],
+    input: Activations<A>,
+    dot4: impl Fn(WeightKind, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
+    dot1: impl Fn(WeightKind, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
+) -> Vec<Vec<f32>> {
+    let Activations { rows, nb, k, acts } = input;
+    let threads = rayon::current_num_threads();
+    let total: usize = mats.iter().map(|m| m.out).sum();
+    let col_macs = rows * k;
+    let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
+    // About 8 chunks per thread, so a thread slowed down by a shared core hands work over.
+    let cols = total.div_ceil(threads * 8).max(min_cols);
+    // Each chunk of columns gets its own piece of every output row, so results are written
+    // in place, row-major (a transposed buffer and a transpose afterwards cost 13% of a
+    // prefill matmul: the transpose's strides aliased in the cache).
+    let mut ys: Vec<Vec<f32>> = mats.iter().map(|m| vec![0f32; rows * m.out]).collect();
+    let mut tasks = Vec::new();
+    for (mat, (m, y)) in mats.iter().zip(ys.iter_mut()).enumerate() {
+        if m.out == 0 {
+            continue;
+        }
+        let mut parts: Vec<Vec<&mut [f32]>> = (0..m.out.div_ceil(cols))
             .map(|_| Vec::with_capacity(rows))
             .collect();
-        for row in y.chunks_mut(out) {
+        for row in y.chunks_mut(m.out) {
             for (part, piece) in parts.iter_mut().zip(row.chunks_mut(cols)) {
                 part.push(piece);
             }
         }
-        // Within a chunk: activation rows four at a time (they stay in L1), against each of
-        // the chunk's weight rows in turn (they stay in L2); the rows left over one at a time.
-        let work = |(ci, mut dst): (usize, Vec<&mut [f32]>)| {
-            let c0 = ci * cols;
-            let ncols = dst[0].len();
-            let wch = &w[c0 * row_bytes..(c0 + ncols) * row_bytes];
-            let act = |r: usize| &acts[r * nb..(r + 1) * nb];
-            let mut r = 0;
-            if rows >= 4 {
-                let mut o4 = vec![[0f32; 4]; ncols];
-                while r + 4 <= rows {
-                    let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
-                    dot4(wch, &a, &mut o4);
-                    for (i, d) in dst[r..r + 4].iter_mut().enumerate() {
-                        for (v, o) in d.iter_mut().zip(&o4) {
-                            *v = o[i];
-                        }
-                    }
-                    r += 4;
-                }
-            }
-            for d in &mut dst[r..] {
-                dot1(wch, &[act(r)], d.as_chunks_mut::<1>().0);
-                r += 1;
-            }
-        };
-        if threads > 1 && out * col_macs >= 2 * MIN_TASK_MACS && cols < out {
-            // One chunk per task (no sequential runs of chunks): a worker descheduled by a
-            // busy neighbour holds up at most one chunk while the others take the rest. Idle
-            // rayon workers go to sleep instead of spinning. (Letting the calling thread claim
-            // chunks too was tried: better with a busy neighbour, 15% slower decode when quiet,
-            // as the caller and both pool workers then compete for two cores.)
-            parts
-                .into_par_iter()
-                .enumerate()
-                .with_max_len(1)
-                .for_each(work);
-        } else {
-            parts.into_iter().enumerate().for_each(work);
-        }
-        y
+        tasks.extend(parts.into_iter().enumerate().map(|(ci, dst)| Task {
+            mat,
+            first_col: ci * cols,
+            dst,
+        }));
     }
+    // Within a chunk: activation rows four at a time (they stay in L1), against each of the
+    // chunk's weight rows in turn (they stay in L2); the rows left over one at a time.
+    let work = |task: Task| {
+        let Task {
+            mat,
+            first_col: c0,
+            mut dst,
+        } = task;
+        let m = &mats[mat];
+        let ncols = dst[0].len();
+        let wch = &m.w[c0 * m.row_bytes..(c0 + ncols) * m.row_bytes];
+        let act = |r: usize| &acts[r * nb..(r + 1) * nb];
+        let mut r = 0;
+        if rows >= 4 {
+            let mut o4 = vec![[0f32; 4]; ncols];
+            while r + 4 <= rows {
+                let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
+                dot4(m.kind, wch, &a, &mut o4);
+                for (i, d) in dst[r..r + 4].iter_mut().enumerate() {
+                    for (v, o) in d.iter_mut().zip(&o4) {
+                        *v = o[i];
+                    }
+                }
+                r += 4;
+            }
+        }
+        for d in &mut dst[r..] {
+            dot1(m.kind, wch, &[act(r)], d.as_chunks_mut::<1>().0);
+            r += 1;
+        }
+    };
+    if threads > 1 && total * col_macs >= 2 * MIN_TASK_MACS && tasks.len() > 1 {
+        // One chunk per task (no sequential runs of chunks): a worker descheduled by a busy
+        // neighbour holds up at most one chunk while the others take the rest. Idle rayon
+        // workers go to sleep instead of spinning. (Letting the calling thread claim chunks
+        // too was tried: better with a busy neighbour, 15% slower decode when quiet, as the
+        // caller and both pool workers then compete for two cores.)
+        tasks.into_par_iter().with_max_len(1).for_each(work);
+    } else {
+        tasks.into_iter().for_each(work);
+    }
+    ys
 }
