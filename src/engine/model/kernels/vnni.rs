@@ -134,6 +134,24 @@ thread_local! {
     static PAIRS: RefCell<Vec<Pair>> = const { RefCell::new(Vec::new()) };
 }
 
+/// How far ahead of the weights being read a decode step asks for the next ones.
+const PREFETCH_BYTES: usize = 6 << 10;
+
+/// Decode reads each weight once, straight from memory, and the hardware prefetcher alone
+/// left the kernels waiting on it: hinting the `len` bytes [`PREFETCH_BYTES`] past `at` made
+/// the 1-row products over matrices larger than the caches a third faster (Gemma 3's output
+/// head: 29–34 ms → 19–24 ms).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn prefetch_ahead(w: &[u8], at: usize, len: usize) {
+    let from = (at + PREFETCH_BYTES).min(w.len());
+    let to = (from + len).min(w.len());
+    for line in w[from..to].chunks(64) {
+        // A prefetch never faults and reads nothing; the pointer is inside `bytes`.
+        _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+    }
+}
+
 /// Weight rows computed together by the tiled kernels.
 const TILE_ROWS: usize = 4;
 
@@ -284,10 +302,15 @@ macro_rules! q8_wrapper {
             ) {
                 // Four weight rows at a time, then the rest one by one.
                 let done = out.len() / TILE_ROWS * TILE_ROWS;
-                for (w4, o) in w
-                    .chunks_exact(TILE_ROWS * row_bytes)
+                let tile_bytes = TILE_ROWS * row_bytes;
+                for (ti, (w4, o)) in w
+                    .chunks_exact(tile_bytes)
                     .zip(out.chunks_exact_mut(TILE_ROWS))
+                    .enumerate()
                 {
+                    if R == 1 {
+                        prefetch_ahead(w, ti * tile_bytes, tile_bytes);
+                    }
                     let ws = std::array::from_fn(|m| &w4[m * row_bytes..(m + 1) * row_bytes]);
                     q8_tile::<R, TILE_ROWS, { $kind }>(&ws, prep, o);
                 }
@@ -356,7 +379,10 @@ macro_rules! k_wrapper {
                 a: &[&[Q8KBlock]; R],
                 out: &mut [[f32; R]],
             ) {
-                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+                for (i, (wr, o)) in w.chunks_exact(row_bytes).zip(out.iter_mut()).enumerate() {
+                    if R == 1 {
+                        prefetch_ahead(w, i * row_bytes, row_bytes);
+                    }
                     $imp(wr, a, o);
                 }
             }
