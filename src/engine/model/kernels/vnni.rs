@@ -18,7 +18,7 @@
 //! found every feature they are compiled for; the wrappers check the lengths, every load and
 //! store goes through a function taking a fixed-size array, and none needs alignment.
 
-use super::avx2::{arr, load32, nibbles};
+use super::avx2::{arr, load32, nibbles, prefetch_ahead};
 use super::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
 use std::cell::RefCell;
@@ -132,24 +132,6 @@ thread_local! {
     /// Each thread's [`Pair`]s, reused from call to call: allocating them per call (per chunk of
     /// columns) fragmented the heap, +190 MB peak RSS on SmolLM2-135M.
     static PAIRS: RefCell<Vec<Pair>> = const { RefCell::new(Vec::new()) };
-}
-
-/// How far ahead of the weights being read a decode step asks for the next ones.
-const PREFETCH_BYTES: usize = 6 << 10;
-
-/// Decode reads each weight once, straight from memory, and the hardware prefetcher alone
-/// left the kernels waiting on it: hinting the `len` bytes [`PREFETCH_BYTES`] past `at` made
-/// the 1-row products over matrices larger than the caches a third faster (Gemma 3's output
-/// head: 29–34 ms → 19–24 ms).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-#[inline]
-fn prefetch_ahead(w: &[u8], at: usize, len: usize) {
-    let from = (at + PREFETCH_BYTES).min(w.len());
-    let to = (from + len).min(w.len());
-    for line in w[from..to].chunks(64) {
-        // A prefetch never faults and reads nothing; the pointer is inside `bytes`.
-        _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
-    }
 }
 
 /// Weight rows computed together by the tiled kernels.
