@@ -4,11 +4,8 @@
 //! string copies: Gemma 3's 262k tokens give ~515k merges and the rebuild must stay well
 //! under a second.
 
-use foldhash::fast::FixedState;
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use tokenizers::models::bpe::Vocab;
 
 /// Every split of every token into two tokens of the vocabulary, best score first, then
@@ -17,7 +14,7 @@ use tokenizers::models::bpe::Vocab;
 pub(super) fn generate_merges(
     tokens: &[Cow<str>],
     map: &Vocab,
-    score: impl Fn(usize) -> f64 + Sync,
+    score: impl Fn(usize) -> f64,
 ) -> Vec<(String, String)> {
     struct Candidate {
         score: f64,
@@ -26,54 +23,46 @@ pub(super) fn generate_merges(
         token: u32,
         split: u32,
     }
-    // Millions of split lookups: a fast hasher over borrowed keys (the vocabulary's own map
-    // hashes with SipHash; lookups were most of a Gemma tokenizer rebuild).
-    let ids: HashMap<&str, u32, FixedState> = map.iter().map(|(k, &v)| (k.as_str(), v)).collect();
-    // Python walks the dict: each distinct token once, where it first appears.
-    let first: Option<Vec<bool>> = (map.len() != tokens.len()).then(|| {
-        let mut seen = std::collections::HashSet::new();
-        tokens.iter().map(|t| seen.insert(t.as_ref())).collect()
-    });
-    let mut all: Vec<Candidate> = tokens
-        .par_iter()
-        .enumerate()
-        .flat_map_iter(|(index, token)| {
-            let mut local = Vec::new();
-            let wanted = first.as_ref().is_none_or(|f| f[index]);
-            if let (true, Some(&id)) = (wanted, ids.get(token.as_ref())) {
-                // Python slices by characters, so the splits are at character boundaries.
-                for (k, (split, _)) in token.char_indices().enumerate().skip(1) {
-                    let (left, right) = token.split_at(split);
-                    if let (Some(&l), Some(&r)) = (ids.get(left), ids.get(right)) {
-                        local.push((l, r, k as u32, split as u32));
-                    }
+    let has_duplicates = map.len() != tokens.len();
+    let mut seen = std::collections::HashSet::new();
+    let mut all = Vec::with_capacity(tokens.len() * 2);
+    let mut local = Vec::new();
+    for (index, token) in tokens.iter().enumerate() {
+        // Python walks the dict: each distinct token once, where it first appears.
+        if has_duplicates && !seen.insert(token.as_ref()) {
+            continue;
+        }
+        let Some(&id) = map.get(token.as_ref()) else {
+            continue;
+        };
+        local.clear();
+        // Python slices by characters, so the splits are at character boundaries.
+        for (k, (split, _)) in token.char_indices().enumerate().skip(1) {
+            let (left, right) = token.split_at(split);
+            if let Some(&l) = map.get(left) {
+                if let Some(&r) = map.get(right) {
+                    local.push((l, r, k as u32, split as u32));
                 }
-                local.sort_by_key(|&(l, r, _, _)| (l, r));
-                let chars = token.chars().count() as u32;
-                let s = score(id as usize);
-                local
-                    .into_iter()
-                    .map(|(_, _, k, split)| Candidate {
-                        score: s,
-                        left_chars: k,
-                        right_chars: chars - k,
-                        token: index as u32,
-                        split,
-                    })
-                    .collect()
-            } else {
-                Vec::new()
             }
-        })
-        .collect();
-    // A stable sort on the reversed comparison is Python's `sorted(..., reverse=True)`
-    // (rayon's `par_sort_by` is stable).
-    all.par_sort_by(|a, b| {
+        }
+        local.sort_by_key(|&(l, r, _, _)| (l, r));
+        let chars = token.chars().count() as u32;
+        let s = score(id as usize);
+        all.extend(local.iter().map(|&(_, _, k, split)| Candidate {
+            score: s,
+            left_chars: k,
+            right_chars: chars - k,
+            token: index as u32,
+            split,
+        }));
+    }
+    // A stable sort on the reversed comparison is Python's `sorted(..., reverse=True)`.
+    all.sort_by(|a, b| {
         (b.score.partial_cmp(&a.score).unwrap_or(Ordering::Equal))
             .then(b.left_chars.cmp(&a.left_chars))
             .then(b.right_chars.cmp(&a.right_chars))
     });
-    all.par_iter()
+    all.iter()
         .map(|c| {
             let (l, r) = tokens[c.token as usize].split_at(c.split as usize);
             (l.to_string(), r.to_string())
