@@ -17,10 +17,10 @@
 //! AVX-512) is read once, for comparisons.
 
 use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
+use super::matmul::{matmul, quantize_rows, Activations, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
-use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 pub struct QLinear {
@@ -86,10 +86,6 @@ fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
     WeightKind::from_dtype(dtype)
         .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle)
 }
-
-/// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
-/// gets fewer (scheduling a rayon task costs a few microseconds).
-const MIN_TASK_MACS: usize = 1 << 15;
 
 impl QLinear {
     /// A linear layer over a `(out, in)` matrix.
@@ -189,8 +185,23 @@ impl QLinear {
 
     /// As [`Self::forward_rows`] with a chosen implementation (tests run every one).
     pub fn forward_rows_with(&self, isa: Isa, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-        let mut ys = forward_group_with(isa, &[self], x, rows)?;
-        Ok(ys.pop().unwrap_or_default())
+        match &self.imp {
+            Imp::Candle(m) => {
+                if x.len() != rows * self.in_dim {
+                    candle_core::bail!(
+                        "QLinear: {} inputs are not {rows} rows of {}",
+                        x.len(),
+                        self.in_dim
+                    );
+                }
+                let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
+                m.forward(&xt)?.flatten_all()?.to_vec1::<f32>()
+            }
+            Imp::Native { .. } => {
+                let mut ys = forward_group_with(isa, &[self], x, rows)?;
+                Ok(ys.pop().unwrap_or_default())
+            }
+        }
     }
 
     /// The blocks of a native layer, checked against its shape, with their format.
@@ -247,7 +258,7 @@ fn forward_group_with(
     let Some(mats) = shared else {
         return layers
             .iter()
-            .map(|l| l.forward_one_by_one(x, rows, isa))
+            .map(|l| l.forward_rows_with(isa, x, rows))
             .collect();
     };
     let (Some(first), Some(layer)) = (mats.first(), layers.first()) else {
@@ -287,151 +298,8 @@ fn forward_group_with(
     })
 }
 
-impl QLinear {
-    /// A layer alone: ours if native, else candle's.
-    fn forward_one_by_one(&self, x: &[f32], rows: usize, isa: Isa) -> Result<Vec<f32>> {
-        match &self.imp {
-            Imp::Candle(m) => {
-                let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
-                m.forward(&xt)?.flatten_all()?.to_vec1::<f32>()
-            }
-            Imp::Native { .. } => {
-                let mut ys = forward_group_with(isa, &[self], x, rows)?;
-                Ok(ys.pop().unwrap_or_default())
-            }
-        }
-    }
-}
-
 impl Module for QLinear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         QLinear::forward(self, x)
     }
-}
-
-/// Quantizes each row of `x` to `nb` blocks (rows in parallel when there are several).
-fn quantize_rows<B: Default + Clone + Send>(
-    x: &[f32],
-    rows: usize,
-    nb: usize,
-    quantize: fn(&[f32], &mut [B]),
-) -> Vec<B> {
-    let mut acts = vec![B::default(); rows * nb];
-    let k = x.len() / rows;
-    if rows >= 4 && rayon::current_num_threads() > 1 {
-        acts.par_chunks_mut(nb)
-            .zip(x.par_chunks(k))
-            .for_each(|(a, xr)| quantize(xr, a));
-    } else {
-        for (a, xr) in acts.chunks_mut(nb).zip(x.chunks(k)) {
-            quantize(xr, a);
-        }
-    }
-    acts
-}
-
-/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes of `kind` blocks.
-struct Mat<'a> {
-    w: &'a [u8],
-    kind: WeightKind,
-    out: usize,
-    row_bytes: usize,
-}
-
-/// The quantized input of a matmul: `rows` rows of `nb` blocks (`k` values).
-struct Activations<'a, A> {
-    rows: usize,
-    nb: usize,
-    k: usize,
-    acts: &'a [A],
-}
-
-/// The columns of one matrix that one task computes, and its pieces of the output rows.
-struct Task<'y> {
-    mat: usize,
-    first_col: usize,
-    dst: Vec<&'y mut [f32]>,
-}
-
-/// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`. Output columns are split into chunks run
-/// in parallel; in a chunk each weight row meets the activation rows four at a time (one unpack
-/// of a weight block serves four rows), then one at a time for the rest.
-fn matmul<A: Sync>(
-    mats: &[Mat],
-    input: Activations<A>,
-    dot4: impl Fn(WeightKind, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
-    dot1: impl Fn(WeightKind, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
-) -> Vec<Vec<f32>> {
-    let Activations { rows, nb, k, acts } = input;
-    let threads = rayon::current_num_threads();
-    let total: usize = mats.iter().map(|m| m.out).sum();
-    let col_macs = rows * k;
-    let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
-    // About 8 chunks per thread, so a thread slowed down by a shared core hands work over.
-    let cols = total.div_ceil(threads * 8).max(min_cols);
-    // Each chunk of columns gets its own piece of every output row, so results are written
-    // in place, row-major (a transposed buffer and a transpose afterwards cost 13% of a
-    // prefill matmul: the transpose's strides aliased in the cache).
-    let mut ys: Vec<Vec<f32>> = mats.iter().map(|m| vec![0f32; rows * m.out]).collect();
-    let mut tasks = Vec::new();
-    for (mat, (m, y)) in mats.iter().zip(ys.iter_mut()).enumerate() {
-        if m.out == 0 {
-            continue;
-        }
-        let mut parts: Vec<Vec<&mut [f32]>> = (0..m.out.div_ceil(cols))
-            .map(|_| Vec::with_capacity(rows))
-            .collect();
-        for row in y.chunks_mut(m.out) {
-            for (part, piece) in parts.iter_mut().zip(row.chunks_mut(cols)) {
-                part.push(piece);
-            }
-        }
-        tasks.extend(parts.into_iter().enumerate().map(|(ci, dst)| Task {
-            mat,
-            first_col: ci * cols,
-            dst,
-        }));
-    }
-    // Within a chunk: activation rows four at a time (they stay in L1), against each of the
-    // chunk's weight rows in turn (they stay in L2); the rows left over one at a time.
-    let work = |task: Task| {
-        let Task {
-            mat,
-            first_col: c0,
-            mut dst,
-        } = task;
-        let m = &mats[mat];
-        let ncols = dst[0].len();
-        let wch = &m.w[c0 * m.row_bytes..(c0 + ncols) * m.row_bytes];
-        let act = |r: usize| &acts[r * nb..(r + 1) * nb];
-        let mut r = 0;
-        if rows >= 4 {
-            let mut o4 = vec![[0f32; 4]; ncols];
-            while r + 4 <= rows {
-                let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
-                dot4(m.kind, wch, &a, &mut o4);
-                for (i, d) in dst[r..r + 4].iter_mut().enumerate() {
-                    for (v, o) in d.iter_mut().zip(&o4) {
-                        *v = o[i];
-                    }
-                }
-                r += 4;
-            }
-        }
-        for d in &mut dst[r..] {
-            dot1(m.kind, wch, &[act(r)], d.as_chunks_mut::<1>().0);
-            r += 1;
-        }
-    };
-    if threads > 1 && total * col_macs >= 2 * MIN_TASK_MACS && tasks.len() > 1 {
-        // One chunk per task (no sequential runs of chunks): a worker descheduled by a busy
-        // neighbour holds up at most one chunk while the others take the rest. Idle rayon
-        // workers go to sleep instead of spinning. (Letting the calling thread claim chunks
-        // too was tried: better with a busy neighbour, 15% slower decode when quiet, as the
-        // caller and both pool workers then compete for two cores.)
-        tasks.into_par_iter().with_max_len(1).for_each(work);
-    } else {
-        tasks.into_iter().for_each(work);
-    }
-    ys
 }

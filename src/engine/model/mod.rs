@@ -8,6 +8,7 @@ pub mod kernels;
 pub mod kv_cache;
 pub mod layer;
 pub mod linear;
+mod matmul;
 pub mod rope;
 pub mod vecmath;
 pub mod weights;

@@ -50,12 +50,6 @@ impl Rope {
             neox: self.neox,
         }
     }
-
-    /// Rotates `data`, laid out `(tokens, heads, head_dim)`, whose first token sits at `start`.
-    pub fn rotate(&self, data: &mut [f32], heads: usize, head_dim: usize, start: usize) {
-        let tokens = data.len() / (heads * head_dim);
-        self.table(start, tokens).rotate(data, heads, head_dim);
-    }
 }
 
 /// Precomputed `(cos, sin)` of each rotated pair at each position of one pass.
@@ -108,14 +102,18 @@ mod tests {
     fn position_zero_is_identity() {
         let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
         let mut y = x.clone();
-        Rope::new(&cfg(true, 8), None).rotate(&mut y, 2, 8, 0);
+        Rope::new(&cfg(true, 8), None)
+            .table(0, 1)
+            .rotate(&mut y, 2, 8);
         assert_eq!(x, y);
     }
 
     #[test]
     fn dims_past_n_rot_pass_through() {
         let mut y = vec![1f32; 8];
-        Rope::new(&cfg(true, 4), None).rotate(&mut y, 1, 8, 5);
+        Rope::new(&cfg(true, 4), None)
+            .table(5, 1)
+            .rotate(&mut y, 1, 8);
         assert_eq!(&y[4..], &[1.0; 4]);
         assert!(y[..4].iter().any(|v| (v - 1.0).abs() > 1e-3));
     }
@@ -126,7 +124,9 @@ mod tests {
         let norm = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>();
         for neox in [false, true] {
             let mut y = x.clone();
-            Rope::new(&cfg(neox, 8), None).rotate(&mut y, 1, 8, 7);
+            Rope::new(&cfg(neox, 8), None)
+                .table(7, 1)
+                .rotate(&mut y, 1, 8);
             assert!((norm(&x) - norm(&y)).abs() < 1e-3);
         }
     }

@@ -337,23 +337,7 @@ fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     }
 }
 
-/// How far ahead of the weights being read a decode step asks for the next ones.
-const PREFETCH_BYTES: usize = 6 << 10;
-
-/// Decode reads each weight once, straight from memory, and the hardware prefetcher alone
-/// left the kernels waiting on it: hinting the `len` bytes [`PREFETCH_BYTES`] past `at` made
-/// the 1-row products over matrices larger than the caches a third faster (Gemma 3's output
-/// head: 29–34 ms → 19–24 ms).
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn prefetch_ahead(w: &[u8], at: usize, len: usize) {
-    let from = (at + PREFETCH_BYTES).min(w.len());
-    let to = (from + len).min(w.len());
-    for line in w[from..to].chunks(64) {
-        // A prefetch never faults and reads nothing; the pointer is inside `bytes`.
-        _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
-    }
-}
+use super::prefetch::prefetch_ahead;
 
 macro_rules! wrapper {
     ($(#[$m:meta])* $name:ident, $imp:ident, $act:ty, $bytes:expr) => {

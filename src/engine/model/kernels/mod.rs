@@ -13,6 +13,8 @@
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod prefetch;
 pub mod scalar;
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,8 @@
 //! found every feature they are compiled for; the wrappers check the lengths, every load and
 //! store goes through a function taking a fixed-size array, and none needs alignment.
 
-use super::avx2::{arr, load32, nibbles, prefetch_ahead};
+use super::avx2::{arr, load32, nibbles};
+use super::prefetch::prefetch_ahead;
 use super::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
 use std::cell::RefCell;
