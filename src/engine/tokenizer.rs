@@ -5,19 +5,21 @@
 mod merges;
 mod pieces;
 mod rebuild;
+mod scored;
 mod special;
+mod vocabulary;
 
 pub(crate) use pieces::Pieces;
 
 use crate::engine::gguf::GgufHeader;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
-use tokenizers::Tokenizer;
+use vocabulary::Pipeline;
 
 /// A model's tokenizer with what generation needs to know about its special tokens.
 #[derive(Clone)]
 pub struct TextTokenizer {
-    inner: Tokenizer,
+    inner: Pipeline,
     pieces: Pieces,
     vocab_size: usize,
     special: special::Specials,
@@ -42,7 +44,7 @@ impl TextTokenizer {
 
     /// Reads a tokenizer.json; the GGUF header still says which tokens are BOS, EOS and stops.
     pub fn from_tokenizer_json(path: &Path, header: &GgufHeader) -> Result<Self> {
-        let mut inner = Tokenizer::from_file(path)
+        let mut inner = Pipeline::from_file(path)
             .map_err(|e| anyhow!("cannot read the tokenizer {}: {e}", path.display()))?;
         // A tokenizer.json may carry training-time truncation or padding; prompts need neither.
         inner
@@ -55,7 +57,7 @@ impl TextTokenizer {
     }
 
     fn assemble(
-        inner: Tokenizer,
+        inner: Pipeline,
         pieces: Pieces,
         vocab_size: usize,
         header: &GgufHeader,

@@ -1,8 +1,9 @@
-//! Recovering BPE merges from a vocabulary, for sentencepiece GGUF files that store none.
+//! Listing the BPE merges a vocabulary implies, for files that store none.
 //!
 //! This is transformers' `generate_merges` (tokenization_utils_base.py) done without Python's
-//! string copies: Gemma 3's 262k tokens give ~515k merges and the rebuild must stay well
-//! under a second.
+//! string copies. Sentencepiece vocabularies rank their merges on the fly instead
+//! (`scored.rs`); the list is for byte-level vocabularies without merges and for exporting a
+//! scored vocabulary as tokenizer.json, and it defines the order `scored.rs` must follow.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;

@@ -4,7 +4,7 @@
 //! Decoding through bytes (rather than the tokenizers crate's decoders) makes a full decode
 //! and a streamed one agree byte for byte: both are `from_utf8_lossy` of the same bytes.
 
-use tokenizers::Tokenizer;
+use super::vocabulary::Pipeline;
 
 /// How token ids become text.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,7 +84,7 @@ pub(crate) fn char_to_byte(c: char) -> Option<u8> {
 
 /// Byte-exact decoding for a tokenizer.json whose decoder is one of the two common ones
 /// (byte-level; sentencepiece's Replace + ByteFallback + Fuse [+ Strip one leading space]).
-pub(crate) fn recognise_decoder(tokenizer: &Tokenizer) -> Pieces {
+pub(crate) fn recognise_decoder(tokenizer: &Pipeline) -> Pieces {
     let json = tokenizer
         .get_decoder()
         .and_then(|d| serde_json::to_value(d).ok())
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn only_the_common_decoders_are_decoded_through_bytes() {
-        let mut tokenizer = Tokenizer::new(BPE::default());
+        let mut tokenizer = Pipeline::new(BPE::default().into());
         tokenizer.with_decoder(Some(ByteLevel::default()));
         assert_eq!(recognise_decoder(&tokenizer), Pieces::ByteLevel);
         tokenizer.with_decoder(Some(Metaspace::default()));

@@ -6,9 +6,12 @@
 
 use super::merges::generate_merges;
 use super::pieces::{byte_to_char, char_to_byte, Pieces};
+use super::scored::{MergeOrder, ScoredBpe};
+use super::vocabulary::{Pipeline, Vocabulary};
 use crate::engine::gguf::{GgufHeader, MetaValue};
 use anyhow::{anyhow, bail, Result};
 use std::borrow::Cow;
+use std::sync::Arc;
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
@@ -19,7 +22,7 @@ use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence as PreSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
-use tokenizers::{AddedToken, DecoderWrapper, SplitDelimiterBehavior, Tokenizer};
+use tokenizers::{AddedToken, DecoderWrapper, SplitDelimiterBehavior};
 
 /// llama.cpp's token types (`llama_token_type`) that change how a token is added.
 const CONTROL: u64 = 3;
@@ -74,14 +77,9 @@ impl<'h> GgufVocab<'h> {
         })
     }
 
-    /// The file's merges, or, for a vocabulary without them, the ones it implies: ordered by
-    /// score, or by position in the file where `by_position`. `tokens` as `map` spells them.
-    fn merges(
-        &self,
-        tokens: &[Cow<str>],
-        map: &Vocab,
-        by_position: bool,
-    ) -> Result<Vec<(String, String)>> {
+    /// The file's merges, or, for a vocabulary without them, the ones its scores imply.
+    /// `tokens` as `map` spells them.
+    fn merges(&self, tokens: &[Cow<str>], map: &Vocab) -> Result<Vec<(String, String)>> {
         if let Some(merges) = &self.merges {
             return merges
                 .iter()
@@ -92,7 +90,6 @@ impl<'h> GgufVocab<'h> {
                 .collect();
         }
         match &self.scores {
-            _ if by_position => Ok(generate_merges(tokens, map, |id| -(id as f64))),
             Some(scores) => Ok(generate_merges(tokens, map, |id| scores[id])),
             None => bail!("the vocabulary has neither tokenizer.ggml.merges nor scores"),
         }
@@ -141,7 +138,7 @@ enum Spm {
 }
 
 /// The tokenizer described by the metadata, and how its ids become bytes.
-pub(super) fn rebuild(header: &GgufHeader, vocab: &GgufVocab) -> Result<(Tokenizer, Pieces)> {
+pub(super) fn rebuild(header: &GgufHeader, vocab: &GgufVocab) -> Result<(Pipeline, Pieces)> {
     let model = header.get_str("tokenizer.ggml.model").unwrap_or("");
     let arch = header.architecture().unwrap_or("");
     let (mut tokenizer, pieces) = match model {
@@ -159,7 +156,7 @@ pub(super) fn rebuild(header: &GgufHeader, vocab: &GgufVocab) -> Result<(Tokeniz
 }
 
 /// Byte-level BPE (GPT-2 style): every token is spelled in the 256-character byte alphabet.
-fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Tokenizer> {
+fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Pipeline> {
     // Some converters store a token's raw UTF-8; transformers respells those byte by byte.
     let tokens: Vec<Cow<str>> = vocab
         .tokens
@@ -173,14 +170,14 @@ fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Tokenizer> {
         })
         .collect();
     let map = vocab_map(&tokens);
-    let merges = vocab.merges(&tokens, &map, false)?;
+    let merges = vocab.merges(&tokens, &map)?;
     let bpe = BPE::builder()
         .vocab_and_merges(map, merges)
         .continuing_subword_prefix(String::new())
         .end_of_word_suffix(String::new())
         .build()
         .map_err(|e| anyhow!("the vocabulary and merges do not fit together: {e}"))?;
-    let mut tokenizer = Tokenizer::new(bpe);
+    let mut tokenizer = Pipeline::new(bpe.into());
     // Without a known split, transformers keeps GPT-2's own regex (inside ByteLevel). "smollm"
     // is such a name; llama.cpp splits its digits one by one, but as SmolLM's vocabulary has no
     // token with a digit next to anything else, the ids come out the same.
@@ -224,7 +221,7 @@ fn split_regex(pre: &str) -> Option<&'static str> {
 
 /// SentencePiece-style BPE with `<0xNN>` byte fallback. GGUF files usually carry no merges
 /// for these, so they are recovered from the vocabulary.
-fn sentencepiece(vocab: &GgufVocab, flavor: Spm) -> Result<(Tokenizer, Pieces)> {
+fn sentencepiece(vocab: &GgufVocab, flavor: Spm) -> Result<(Pipeline, Pieces)> {
     // Gemma files store tokens of two or more spaces with real spaces; the model looks them up
     // with `▁`, and so do the merges built from them.
     let tokens: Vec<Cow<str>> = vocab
@@ -238,19 +235,30 @@ fn sentencepiece(vocab: &GgufVocab, flavor: Spm) -> Result<(Tokenizer, Pieces)> 
             }
         })
         .collect();
-    let map = vocab_map(&tokens);
-    // Gemma's scores do not follow its merge order, the order of the tokens in the file does.
-    let merges = vocab.merges(&tokens, &map, flavor == Spm::Gemma)?;
     let gemma_class = matches!(flavor, Spm::Gemma | Spm::Gemma4);
-    let mut builder = BPE::builder().fuse_unk(true).byte_fallback(true);
-    if gemma_class && map.contains_key("<unk>") {
-        builder = builder.unk_token("<unk>".into());
-    }
-    let bpe = builder
-        .vocab_and_merges(map, merges)
-        .build()
-        .map_err(|e| anyhow!("cannot build the sentencepiece model: {e}"))?;
-    let mut tokenizer = Tokenizer::new(bpe);
+    let unk_token = gemma_class.then_some("<unk>");
+    let model: Vocabulary = if vocab.merges.is_some() {
+        let map = vocab_map(&tokens);
+        let merges = vocab.merges(&tokens, &map)?;
+        let mut builder = BPE::builder().fuse_unk(true).byte_fallback(true);
+        if let Some(unk) = unk_token.filter(|t| map.contains_key(*t)) {
+            builder = builder.unk_token(unk.into());
+        }
+        let bpe = builder
+            .vocab_and_merges(map, merges)
+            .build()
+            .map_err(|e| anyhow!("cannot build the sentencepiece model: {e}"))?;
+        bpe.into()
+    } else {
+        // Gemma's scores do not follow its merge order, the order of the tokens in the file does.
+        let order = match (&vocab.scores, flavor) {
+            (_, Spm::Gemma) => MergeOrder::Position,
+            (Some(scores), _) => MergeOrder::Scores(scores.clone()),
+            (None, _) => bail!("the vocabulary has neither tokenizer.ggml.merges nor scores"),
+        };
+        Vocabulary::Scored(Arc::new(ScoredBpe::new(&tokens, order, unk_token)))
+    };
+    let mut tokenizer = Pipeline::new(model);
     let mark = SPACE_MARK.to_string();
     let mut decoders: Vec<DecoderWrapper> = vec![
         replace(&mark, " ")?.into(),
@@ -295,7 +303,7 @@ fn replace(pattern: &str, content: &str) -> Result<Replace> {
 fn add_special_tokens(
     header: &GgufHeader,
     vocab: &GgufVocab,
-    tokenizer: &mut Tokenizer,
+    tokenizer: &mut Pipeline,
     byte_level: bool,
 ) {
     // In a byte-level vocabulary a "control" token outside the byte alphabet is a converter

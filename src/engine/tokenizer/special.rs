@@ -1,9 +1,9 @@
 //! What generation needs to know about a vocabulary's special tokens: BOS and EOS, whether a
 //! prompt starts with BOS, which tokens end a turn and which are control tokens.
 
+use super::vocabulary::Pipeline;
 use crate::engine::gguf::GgufHeader;
 use anyhow::{bail, Result};
-use tokenizers::Tokenizer;
 
 #[derive(Clone)]
 pub(super) struct Specials {
@@ -18,7 +18,7 @@ pub(super) struct Specials {
 impl Specials {
     /// Ids from the GGUF header, checked against `tokenizer`; control tokens are the ones the
     /// tokenizer treats as special.
-    pub fn read(tokenizer: &Tokenizer, vocab_size: usize, header: &GgufHeader) -> Result<Self> {
+    pub fn read(tokenizer: &Pipeline, vocab_size: usize, header: &GgufHeader) -> Result<Self> {
         let id_key = |key: &str| -> Result<Option<u32>> {
             match header.get_u64(key) {
                 Some(id) if id < vocab_size as u64 => Ok(Some(id as u32)),
@@ -57,7 +57,7 @@ impl Specials {
 
 /// The end-of-generation tokens llama.cpp recognises by their text (llama-vocab.cpp), with the
 /// file's EOS/EOT/EOM ids; sorted.
-fn stop_ids(tokenizer: &Tokenizer, from_metadata: impl Iterator<Item = u32>) -> Vec<u32> {
+fn stop_ids(tokenizer: &Pipeline, from_metadata: impl Iterator<Item = u32>) -> Vec<u32> {
     #[rustfmt::skip]
     const END_OF_TURN: &[&str] = &[
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
@@ -96,13 +96,13 @@ mod tests {
     use super::*;
     use tokenizers::models::bpe::{Vocab, BPE};
 
-    fn vocabulary(tokens: &[&str]) -> Tokenizer {
+    fn vocabulary(tokens: &[&str]) -> Pipeline {
         let vocab: Vocab = (0u32..)
             .zip(tokens)
             .map(|(i, t)| (t.to_string(), i))
             .collect();
         let bpe = BPE::builder().vocab_and_merges(vocab, Vec::new()).build();
-        Tokenizer::new(bpe.expect("a vocabulary without merges"))
+        Pipeline::new(bpe.expect("a vocabulary without merges").into())
     }
 
     #[test]
