@@ -6,6 +6,9 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
+//! On AVX-512 VNNI, Q4_K matrices are repacked sixteen rows at a time when the layer is built
+//! ([`kernels::q4k_x16`]): 2–3× faster prefill for the most common quantization.
+//!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
 //! candle's `QMatMul`, as before.
 //!
@@ -21,6 +24,7 @@ use super::matmul::{matmul, quantize_rows, Activations, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
+use memmap2::{Mmap, MmapMut};
 use std::sync::{Arc, OnceLock};
 
 pub struct QLinear {
@@ -43,6 +47,8 @@ enum WeightBytes {
     Mapped(MappedBytes),
     /// In memory of our own (layers built from a `QTensor`, as tests do).
     Owned(Vec<u8>),
+    /// Repacked into an anonymous map (its first `usize` bytes).
+    Anon(Mmap, usize),
 }
 
 impl WeightBytes {
@@ -50,6 +56,7 @@ impl WeightBytes {
         match self {
             WeightBytes::Mapped(m) => m,
             WeightBytes::Owned(v) => v,
+            WeightBytes::Anon(map, len) => &map[..*len],
         }
     }
 }
@@ -87,15 +94,47 @@ fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
         .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle)
 }
 
+/// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
+/// Q4_K where AVX-512 VNNI runs the kernels.
+fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightBytes, WeightKind)>> {
+    #[cfg(target_arch = "x86_64")]
+    let vnni = matches!(default_isa(), Isa::Vnni(_));
+    #[cfg(not(target_arch = "x86_64"))]
+    let vnni = false;
+    let whole_rows = rows > 0 && w.len().is_multiple_of(rows);
+    if kind != WeightKind::Q4K || !vnni || !whole_rows {
+        return None;
+    }
+    let len = kernels::q4k_x16::repacked_len(rows, w.len() / rows);
+    // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
+    // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
+    // million, and decode's streaming reads miss the TLB less.
+    let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        kernels::q4k_x16::repack_into(w, rows, &mut map[..len]);
+        map.make_read_only()
+    });
+    Some(
+        packed
+            .map(|map| (WeightBytes::Anon(map, len), WeightKind::Q4KX16))
+            .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
+    )
+}
+
 impl QLinear {
     /// A linear layer over a `(out, in)` matrix.
     pub fn from_arc(tensor: Arc<QTensor>) -> Result<Self> {
         let (out_dim, in_dim) = tensor.shape().dims2()?;
         let imp = match native_kind(tensor.dtype(), in_dim) {
-            Some(kind) => Imp::Native {
-                weights: WeightBytes::Owned(tensor.data()?.into_owned()),
-                kind,
-            },
+            Some(kind) => {
+                let data = tensor.data()?;
+                let (weights, kind) = match repacked(&data, kind, out_dim) {
+                    Some(packed) => packed?,
+                    None => (WeightBytes::Owned(data.into_owned()), kind),
+                };
+                Imp::Native { weights, kind }
+            }
             None => Imp::Candle(QMatMul::from_arc(tensor)?),
         };
         Ok(Self {
@@ -114,11 +153,16 @@ impl QLinear {
         out_dim: usize,
     ) -> Option<Self> {
         let kind = native_kind(dtype, in_dim)?;
+        // A layer that cannot get memory for its repacked copy keeps reading the file.
+        let (weights, kind) = match repacked(&bytes, kind, out_dim).and_then(|r| r.ok()) {
+            Some(packed) => {
+                bytes.release();
+                packed
+            }
+            None => (WeightBytes::Mapped(bytes), kind),
+        };
         Some(Self {
-            imp: Imp::Native {
-                weights: WeightBytes::Mapped(bytes),
-                kind,
-            },
+            imp: Imp::Native { weights, kind },
             in_dim,
             out_dim,
         })
@@ -212,11 +256,13 @@ impl QLinear {
         let nb = self.in_dim / kind.block_elems();
         let row_bytes = nb * kind.block_bytes();
         let data = weights.as_slice();
-        if data.len() < row_bytes * self.out_dim {
+        // Rows stored in groups come padded to whole groups.
+        let stored = row_bytes * self.out_dim.next_multiple_of(kind.row_group());
+        if data.len() < stored {
             candle_core::bail!("QLinear: weight data is shorter than its shape");
         }
         Ok(Some(Mat {
-            w: &data[..row_bytes * self.out_dim],
+            w: &data[..stored],
             kind: *kind,
             out: self.out_dim,
             row_bytes,

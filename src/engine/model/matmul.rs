@@ -31,7 +31,8 @@ pub(super) fn quantize_rows<B: Default + Clone + Send>(
     acts
 }
 
-/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes of `kind` blocks.
+/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes of `kind` blocks (padded
+/// to whole groups of rows where `kind` stores rows in groups).
 pub(super) struct Mat<'a> {
     pub(super) w: &'a [u8],
     pub(super) kind: WeightKind,
@@ -68,8 +69,13 @@ pub(super) fn matmul<A: Sync>(
     let total: usize = mats.iter().map(|m| m.out).sum();
     let col_macs = rows * k;
     let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
-    // About 8 chunks per thread, so a thread slowed down by a shared core hands work over.
-    let cols = total.div_ceil(threads * 8).max(min_cols);
+    // About 8 chunks per thread, so a thread slowed down by a shared core hands work over;
+    // chunks start at whole groups of rows for formats that store rows in groups.
+    let group = mats.iter().map(|m| m.kind.row_group()).max().unwrap_or(1);
+    let cols = total
+        .div_ceil(threads * 8)
+        .max(min_cols)
+        .next_multiple_of(group);
     // Each chunk of columns gets its own piece of every output row, so results are written
     // in place, row-major (a transposed buffer and a transpose afterwards cost 13% of a
     // prefill matmul: the transpose's strides aliased in the cache).
@@ -103,7 +109,8 @@ pub(super) fn matmul<A: Sync>(
         } = task;
         let m = &mats[mat];
         let ncols = dst[0].len();
-        let wch = &m.w[c0 * m.row_bytes..(c0 + ncols) * m.row_bytes];
+        let end = (c0 + ncols).next_multiple_of(m.kind.row_group());
+        let wch = &m.w[c0 * m.row_bytes..end * m.row_bytes];
         let act = |r: usize| &acts[r * nb..(r + 1) * nb];
         let mut r = 0;
         if rows >= 4 {

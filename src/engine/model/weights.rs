@@ -1,9 +1,11 @@
 //! Tensors of a GGUF file, served from a memory map.
 //!
-//! Quantized matrices and embedding tables are never copied: the kernels read their blocks
+//! Quantized matrices and embedding tables are not copied: the kernels read their blocks
 //! straight from the mapped file, so the weights cost page cache (shared, reclaimable, and
-//! only the pages a forward pass touches) instead of a second private copy. Small tensors
-//! (norms, biases) and formats without kernels of ours are copied into candle tensors.
+//! only the pages a forward pass touches) instead of a second private copy. The exception is
+//! Q4_K on AVX-512 VNNI, repacked once into a layout of our own (`kernels::q4k_x16`), whose
+//! file pages are then handed back. Small tensors (norms, biases) and formats without kernels
+//! of ours are copied into candle tensors.
 
 use super::embedding::RowTable;
 use super::linear::QLinear;
@@ -28,6 +30,24 @@ impl Deref for MappedBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.map[self.range.clone()]
+    }
+}
+
+impl MappedBytes {
+    /// Drops these pages from the process's memory once their content lives elsewhere (they
+    /// stay in the page cache; reading them again maps them back).
+    pub fn release(&self) {
+        // SAFETY: the map is read-only and shared with the file, so dropping its pages loses
+        // nothing: the next read, if any, maps the file's bytes back. Pages at the range's
+        // edges may hold neighbouring tensors; they are mapped back the same way.
+        // A failure only means the pages stay mapped, so it is ignored.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                self.range.start,
+                self.range.len(),
+            )
+        };
     }
 }
 

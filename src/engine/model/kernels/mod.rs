@@ -1,6 +1,7 @@
 //! Quantized dot-product kernels for [`super::linear::QLinear`].
 //!
-//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor; activations are
+//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K on
+//! AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`]); activations are
 //! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
 //! for the 256-element k-quants), except that their scales are kept as f32.
 //!
@@ -15,6 +16,7 @@
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod prefetch;
+pub mod q4k_x16;
 pub mod scalar;
 #[cfg(test)]
 mod tests;
@@ -22,6 +24,8 @@ mod tests;
 pub mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod vnni_kquant;
+#[cfg(target_arch = "x86_64")]
+mod vnni_q4k_x16;
 
 use super::vecmath;
 use candle_core::quantized::GgmlDType;
@@ -35,6 +39,8 @@ pub enum WeightKind {
     Q8_0,
     Q4K,
     Q6K,
+    /// Q4_K repacked sixteen rows at a time ([`q4k_x16`]); never a file's format.
+    Q4KX16,
 }
 
 impl WeightKind {
@@ -53,7 +59,7 @@ impl WeightKind {
     /// Elements per block.
     pub fn block_elems(self) -> usize {
         match self {
-            Self::Q4K | Self::Q6K => QK_K,
+            Self::Q4K | Self::Q6K | Self::Q4KX16 => QK_K,
             _ => QK,
         }
     }
@@ -67,12 +73,21 @@ impl WeightKind {
             Self::Q8_0 => 34,
             Self::Q4K => 144,
             Self::Q6K => 210,
+            Self::Q4KX16 => q4k_x16::ROW_BLOCK_BYTES,
+        }
+    }
+
+    /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
+    pub fn row_group(self) -> usize {
+        match self {
+            Self::Q4KX16 => q4k_x16::GROUP,
+            _ => 1,
         }
     }
 
     /// Whether the activations are quantized to [`Q8KBlock`]s (else [`Q8Block`]s).
     pub fn uses_q8k(self) -> bool {
-        matches!(self, Self::Q4K | Self::Q6K)
+        matches!(self, Self::Q4K | Self::Q6K | Self::Q4KX16)
     }
 }
 
@@ -340,7 +355,9 @@ pub fn dot_q8<const R: usize>(
                 WeightKind::Q4_1 => scalar::dot_q4_1,
                 WeightKind::Q5_0 => scalar::dot_q5_0,
                 WeightKind::Q8_0 => scalar::dot_q8_0,
-                WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+                WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
+                    panic!("{kind:?} takes Q8_K activations")
+                }
             };
             scalar_rows(f, w, row_bytes, a, out)
         }
@@ -350,7 +367,9 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_1 => avx2::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => avx2::dot_q5_0(t, w, a, out),
             WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
-            WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+            WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
+                panic!("{kind:?} takes Q8_K activations")
+            }
         },
         #[cfg(target_arch = "x86_64")]
         Isa::Vnni(t) => match kind {
@@ -358,7 +377,9 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_1 => vnni::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => vnni::dot_q5_0(t, w, a, out),
             WeightKind::Q8_0 => vnni::dot_q8_0(t, w, a, out),
-            WeightKind::Q4K | WeightKind::Q6K => panic!("{kind:?} takes Q8_K activations"),
+            WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
+                panic!("{kind:?} takes Q8_K activations")
+            }
         },
     }
 }
@@ -372,6 +393,14 @@ pub fn dot_q8k<const R: usize>(
     a: &[&[Q8KBlock]; R],
     out: &mut [[f32; R]],
 ) {
+    if kind == WeightKind::Q4KX16 {
+        // No AVX2 kernel for this layout: weights are repacked only where VNNI runs them.
+        #[cfg(target_arch = "x86_64")]
+        if let Isa::Vnni(t) = isa {
+            return vnni_q4k_x16::dot_q4k_x16(t, w, a, out);
+        }
+        return q4k_x16::dot(w, a, out);
+    }
     let row_bytes = check(kind, w, a, out.len());
     match isa {
         Isa::Scalar => {

@@ -1,0 +1,178 @@
+//! Q4_K weights repacked sixteen rows at a time ("Q4_K×16"), for prefill on AVX-512 VNNI.
+//!
+//! In ggml's layout each row's super-block is self-contained, so a kernel finishes every
+//! (weight row, activation row) pair with a horizontal reduction and its own float tail; that
+//! tail, not the multiply-adds, was most of a Q4_K prefill. Here lane `i` of every 512-bit
+//! vector belongs to row `i` of a group of sixteen: one `vpdpbusd` against four activation
+//! bytes broadcast to all lanes advances sixteen rows at once, and the scales, mins and
+//! the float arithmetic are applied to sixteen rows per instruction. Repacking happens once,
+//! when a model is loaded.
+//!
+//! One group's super-block ([`BLOCK_BYTES`] bytes):
+//! - `d` and `dmin` of the sixteen rows, f16 (32 bytes each);
+//! - each of the eight sub-blocks' 6-bit scale, then each one's 6-bit min, a byte per row
+//!   (sub-block `s` at `16 s`);
+//! - the quants: for sub-block `s` and `h` in 0..4, 64 bytes at `256 s + 64 h` whose bytes
+//!   `4 i .. 4 i + 4` hold row `i`'s quants `32 s + 4 h ..` in their low nibbles and
+//!   `32 s + 16 + 4 h ..` in their high ones.
+//!
+//! A row's result is `Σ_b d_a (Σ_s d·sc_s·Σ q·y − dmin·m_s·Σ y)`, summed in that order with
+//! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
+//! The rows past the end of a matrix are zeros, and their lanes are never read back.
+
+use super::{read_f16, scale_min_k4, Q8KBlock, QK_K};
+use rayon::prelude::*;
+
+/// Rows per group.
+pub const GROUP: usize = 16;
+/// Bytes of one group's super-block.
+pub const BLOCK_BYTES: usize = QS + 8 * 256;
+/// Bytes per row and super-block (what a matmul slices rows by; a group is 16 of them).
+pub const ROW_BLOCK_BYTES: usize = BLOCK_BYTES / GROUP;
+
+pub(super) const D: usize = 0;
+pub(super) const DMIN: usize = 32;
+pub(super) const SCALES: usize = 64;
+pub(super) const MINS: usize = 192;
+pub(super) const QS: usize = 320;
+
+/// Bytes of `rows` rows of `row_bytes` bytes of ggml Q4_K blocks once repacked.
+pub fn repacked_len(rows: usize, row_bytes: usize) -> usize {
+    rows.div_ceil(GROUP) * (row_bytes / 144) * BLOCK_BYTES
+}
+
+/// `rows` rows of ggml Q4_K blocks in the Q4_K×16 layout, padded with zero rows to whole
+/// groups.
+pub fn repack(w: &[u8], rows: usize) -> Vec<u8> {
+    let row_bytes = w.len().checked_div(rows).unwrap_or(0);
+    let mut out = vec![0u8; repacked_len(rows, row_bytes)];
+    repack_into(w, rows, &mut out);
+    out
+}
+
+/// As [`repack`], into `out` ([`repacked_len`] bytes, zeros: the padding rows are not
+/// written). Groups are repacked in parallel.
+pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
+    let row_bytes = w.len().checked_div(rows).unwrap_or(0);
+    assert_eq!(row_bytes * rows, w.len(), "Q4_K weights are not whole rows");
+    assert!(row_bytes.is_multiple_of(144), "a Q4_K row is whole blocks");
+    assert_eq!(
+        out.len(),
+        repacked_len(rows, row_bytes),
+        "Q4_K×16 output size"
+    );
+    let nb = row_bytes / 144;
+    if nb == 0 {
+        return;
+    }
+    out.par_chunks_mut(nb * BLOCK_BYTES)
+        .enumerate()
+        .for_each(|(g, group)| {
+            for (b, dst) in group.chunks_exact_mut(BLOCK_BYTES).enumerate() {
+                for i in 0..GROUP.min(rows - g * GROUP) {
+                    let at = (g * GROUP + i) * row_bytes + b * 144;
+                    repack_block(&w[at..at + 144], i, dst);
+                }
+            }
+        });
+}
+
+/// Row `i`'s ggml block into its lanes of a group's block.
+fn repack_block(src: &[u8], i: usize, dst: &mut [u8]) {
+    dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
+    dst[DMIN + 2 * i..DMIN + 2 * i + 2].copy_from_slice(&src[2..4]);
+    for s in 0..8 {
+        let (sc, m) = scale_min_k4(s, &src[4..16]);
+        dst[SCALES + 16 * s + i] = sc;
+        dst[MINS + 16 * s + i] = m;
+    }
+    // ggml: bytes 32j.. hold quants 64j.. in their low nibbles and 64j + 32.. in the high
+    // ones, so sub-block s is in the low (s even) or high (s odd) nibbles of bytes 32(s/2)..;
+    // four quants at a time, as u32.
+    let word = |at: usize| u32::from_le_bytes([src[at], src[at + 1], src[at + 2], src[at + 3]]);
+    const LOW: u32 = 0x0F0F_0F0F;
+    for s in 0..8 {
+        for h in 0..4 {
+            let first = word(16 + 32 * (s / 2) + 4 * h);
+            let second = word(16 + 32 * (s / 2) + 16 + 4 * h);
+            let packed = if s % 2 == 0 {
+                (first & LOW) | (second & LOW) << 4
+            } else {
+                (first >> 4 & LOW) | (second & !LOW)
+            };
+            let at = QS + 256 * s + 64 * h + 4 * i;
+            dst[at..at + 4].copy_from_slice(&packed.to_le_bytes());
+        }
+    }
+}
+
+/// The quant of row `i` at position `l` of a group's block.
+fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
+    let (s, within) = (l / 32, l % 32);
+    let byte = block[QS + 256 * s + 64 * (within % 16 / 4) + 4 * i + within % 4];
+    if within < 16 {
+        byte & 0xF
+    } else {
+        byte >> 4
+    }
+}
+
+/// Checks that `w` holds the groups of `rows` rows and every activation row as many blocks as
+/// a weight row; returns the blocks per row.
+pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], rows: usize) -> usize {
+    let groups = rows.div_ceil(GROUP);
+    let nb = w.len().checked_div(groups * BLOCK_BYTES).unwrap_or(0);
+    assert_eq!(
+        groups * nb * BLOCK_BYTES,
+        w.len(),
+        "Q4_K×16 weights are not whole groups"
+    );
+    for row in a {
+        assert_eq!(
+            row.len(),
+            nb,
+            "activation row has the wrong number of blocks"
+        );
+    }
+    nb
+}
+
+/// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
+/// groups of [`BLOCK_BYTES`]-byte blocks), in the order the SIMD kernel computes it.
+pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
+    let nb = check(w, a, out.len());
+    if nb == 0 {
+        out.iter_mut().for_each(|o| *o = [0.0; R]);
+        return;
+    }
+    for (g, group) in w.chunks_exact(nb * BLOCK_BYTES).enumerate() {
+        for (i, o) in out.iter_mut().skip(g * GROUP).take(GROUP).enumerate() {
+            let mut acc = [0f32; R];
+            for (b, block) in group.chunks_exact(BLOCK_BYTES).enumerate() {
+                let d = read_f16(block, D + 2 * i);
+                let dmin = read_f16(block, DMIN + 2 * i);
+                for r in 0..R {
+                    let ab = &a[r][b];
+                    let mut sum = 0f32;
+                    for s in 0..8 {
+                        let isum: i32 = (0..32)
+                            .map(|l| {
+                                let q = quant_at(block, i, 32 * s + l) as i32;
+                                q * ab.qs[32 * s + l] as i32
+                            })
+                            .sum();
+                        let scale = block[SCALES + 16 * s + i] as f32 * d;
+                        let min = block[MINS + 16 * s + i] as f32 * dmin;
+                        let bsum = (ab.bsums[2 * s] as i32 + ab.bsums[2 * s + 1] as i32) as f32;
+                        sum = (isum as f32).mul_add(scale, sum);
+                        sum = (-min).mul_add(bsum, sum);
+                    }
+                    acc[r] = sum.mul_add(ab.d, acc[r]);
+                }
+            }
+            *o = acc;
+        }
+    }
+}
+
+const _: () = assert!(BLOCK_BYTES.is_multiple_of(GROUP) && QK_K == 256);
