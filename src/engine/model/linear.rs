@@ -6,8 +6,9 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
-//! On AVX-512 VNNI, Q4_K matrices are repacked sixteen rows at a time when the layer is built
-//! ([`kernels::q4k_x16`]): 2–3× faster prefill for the most common quantization.
+//! On AVX-512 VNNI, Q4_K and Q5_0 matrices are repacked sixteen rows at a time when the layer
+//! is built ([`kernels::q4k_x16`], [`kernels::q5_0_x16`]): their kernels then share every
+//! unpacked weight and float step across sixteen rows.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
 //! candle's `QMatMul`, as before.
@@ -95,29 +96,42 @@ fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
 }
 
 /// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
-/// Q4_K where AVX-512 VNNI runs the kernels.
+/// Q4_K and Q5_0 where AVX-512 VNNI runs the kernels.
 fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightBytes, WeightKind)>> {
     #[cfg(target_arch = "x86_64")]
     let vnni = matches!(default_isa(), Isa::Vnni(_));
     #[cfg(not(target_arch = "x86_64"))]
     let vnni = false;
-    let whole_rows = rows > 0 && w.len().is_multiple_of(rows);
-    if kind != WeightKind::Q4K || !vnni || !whole_rows {
+    if !vnni || rows == 0 || !w.len().is_multiple_of(rows) {
         return None;
     }
-    let len = kernels::q4k_x16::repacked_len(rows, w.len() / rows);
+    let row_bytes = w.len() / rows;
+    type Repack = fn(&[u8], usize, &mut [u8]);
+    let (len, repack, packed_kind): (usize, Repack, WeightKind) = match kind {
+        WeightKind::Q4K => (
+            kernels::q4k_x16::repacked_len(rows, row_bytes),
+            kernels::q4k_x16::repack_into,
+            WeightKind::Q4KX16,
+        ),
+        WeightKind::Q5_0 => (
+            rows.next_multiple_of(WeightKind::Q5_0X16.row_group()) * row_bytes,
+            kernels::q5_0_x16::repack_into,
+            WeightKind::Q5_0X16,
+        ),
+        _ => return None,
+    };
     // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
     // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
     // million, and decode's streaming reads miss the TLB less.
     let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
-        kernels::q4k_x16::repack_into(w, rows, &mut map[..len]);
+        repack(w, rows, &mut map[..len]);
         map.make_read_only()
     });
     Some(
         packed
-            .map(|map| (WeightBytes::Anon(map, len), WeightKind::Q4KX16))
+            .map(|map| (WeightBytes::Anon(map, len), packed_kind))
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )
 }

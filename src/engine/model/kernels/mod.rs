@@ -1,7 +1,8 @@
 //! Quantized dot-product kernels for [`super::linear::QLinear`].
 //!
-//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K on
-//! AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`]); activations are
+//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K and
+//! Q5_0 on AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`], [`q5_0_x16`]);
+//! activations are
 //! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
 //! for the 256-element k-quants), except that their scales are kept as f32.
 //!
@@ -17,6 +18,8 @@ pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod prefetch;
 pub mod q4k_x16;
+pub mod q5_0_x16;
+mod row_groups;
 pub mod scalar;
 #[cfg(test)]
 mod tests;
@@ -26,6 +29,8 @@ pub mod vnni;
 mod vnni_kquant;
 #[cfg(target_arch = "x86_64")]
 mod vnni_q4k_x16;
+#[cfg(target_arch = "x86_64")]
+mod vnni_q5_0_x16;
 
 use super::vecmath;
 use candle_core::quantized::GgmlDType;
@@ -41,6 +46,8 @@ pub enum WeightKind {
     Q6K,
     /// Q4_K repacked sixteen rows at a time ([`q4k_x16`]); never a file's format.
     Q4KX16,
+    /// Q5_0 repacked sixteen rows at a time ([`q5_0_x16`]); never a file's format.
+    Q5_0X16,
 }
 
 impl WeightKind {
@@ -69,7 +76,7 @@ impl WeightKind {
         match self {
             Self::Q4_0 => 18,
             Self::Q4_1 => 20,
-            Self::Q5_0 => 22,
+            Self::Q5_0 | Self::Q5_0X16 => 22,
             Self::Q8_0 => 34,
             Self::Q4K => 144,
             Self::Q6K => 210,
@@ -80,7 +87,7 @@ impl WeightKind {
     /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
     pub fn row_group(self) -> usize {
         match self {
-            Self::Q4KX16 => q4k_x16::GROUP,
+            Self::Q4KX16 | Self::Q5_0X16 => row_groups::GROUP,
             _ => 1,
         }
     }
@@ -347,6 +354,14 @@ pub fn dot_q8<const R: usize>(
     a: &[&[Q8Block]; R],
     out: &mut [[f32; R]],
 ) {
+    if kind == WeightKind::Q5_0X16 {
+        // No AVX2 kernel for this layout: weights are repacked only where VNNI runs them.
+        #[cfg(target_arch = "x86_64")]
+        if let Isa::Vnni(t) = isa {
+            return vnni_q5_0_x16::dot_q5_0_x16(t, w, a, out);
+        }
+        return q5_0_x16::dot(w, a, out);
+    }
     let row_bytes = check(kind, w, a, out.len());
     match isa {
         Isa::Scalar => {
@@ -354,6 +369,7 @@ pub fn dot_q8<const R: usize>(
                 WeightKind::Q4_0 => scalar::dot_q4_0,
                 WeightKind::Q4_1 => scalar::dot_q4_1,
                 WeightKind::Q5_0 => scalar::dot_q5_0,
+                WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
                 WeightKind::Q8_0 => scalar::dot_q8_0,
                 WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                     panic!("{kind:?} takes Q8_K activations")
@@ -366,6 +382,7 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => avx2::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => avx2::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => avx2::dot_q5_0(t, w, a, out),
+            WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
             WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
             WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                 panic!("{kind:?} takes Q8_K activations")
@@ -376,6 +393,7 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => vnni::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => vnni::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => vnni::dot_q5_0(t, w, a, out),
+            WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
             WeightKind::Q8_0 => vnni::dot_q8_0(t, w, a, out),
             WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                 panic!("{kind:?} takes Q8_K activations")

@@ -20,11 +20,8 @@
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 //! The rows past the end of a matrix are zeros, and their lanes are never read back.
 
+use super::row_groups::{self, GROUP};
 use super::{read_f16, scale_min_k4, Q8KBlock, QK_K};
-use rayon::prelude::*;
-
-/// Rows per group.
-pub const GROUP: usize = 16;
 /// Bytes of one group's super-block.
 pub const BLOCK_BYTES: usize = QS + 8 * 256;
 /// Bytes per row and super-block (what a matmul slices rows by; a group is 16 of them).
@@ -53,32 +50,12 @@ pub fn repack(w: &[u8], rows: usize) -> Vec<u8> {
 /// As [`repack`], into `out` ([`repacked_len`] bytes, zeros: the padding rows are not
 /// written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
-    let row_bytes = w.len().checked_div(rows).unwrap_or(0);
-    assert_eq!(row_bytes * rows, w.len(), "Q4_K weights are not whole rows");
-    assert!(row_bytes.is_multiple_of(144), "a Q4_K row is whole blocks");
-    assert_eq!(
-        out.len(),
-        repacked_len(rows, row_bytes),
-        "Q4_K×16 output size"
-    );
-    let nb = row_bytes / 144;
-    if nb == 0 {
-        return;
-    }
-    out.par_chunks_mut(nb * BLOCK_BYTES)
-        .enumerate()
-        .for_each(|(g, group)| {
-            for (b, dst) in group.chunks_exact_mut(BLOCK_BYTES).enumerate() {
-                for i in 0..GROUP.min(rows - g * GROUP) {
-                    let at = (g * GROUP + i) * row_bytes + b * 144;
-                    repack_block(&w[at..at + 144], i, dst);
-                }
-            }
-        });
+    row_groups::repack(w, rows, out, repack_block);
 }
 
 /// Row `i`'s ggml block into its lanes of a group's block.
-fn repack_block(src: &[u8], i: usize, dst: &mut [u8]) {
+#[inline(always)]
+fn repack_block(src: &[u8; 144], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
     dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
     dst[DMIN + 2 * i..DMIN + 2 * i + 2].copy_from_slice(&src[2..4]);
     for s in 0..8 {
@@ -117,24 +94,8 @@ fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
     }
 }
 
-/// Checks that `w` holds the groups of `rows` rows and every activation row as many blocks as
-/// a weight row; returns the blocks per row.
 pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], rows: usize) -> usize {
-    let groups = rows.div_ceil(GROUP);
-    let nb = w.len().checked_div(groups * BLOCK_BYTES).unwrap_or(0);
-    assert_eq!(
-        groups * nb * BLOCK_BYTES,
-        w.len(),
-        "Q4_K×16 weights are not whole groups"
-    );
-    for row in a {
-        assert_eq!(
-            row.len(),
-            nb,
-            "activation row has the wrong number of blocks"
-        );
-    }
-    nb
+    row_groups::check(w, a, rows, BLOCK_BYTES)
 }
 
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole

@@ -262,20 +262,25 @@ fn the_best_isa_is_the_fastest_detected() {
     assert!(!matches!(Isa::best_avx2(), Isa::Vnni(_)));
 }
 
-#[test]
-fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
-    let mut rng = Rng(0x9E3779B97F4A7C15);
-    let kind = WeightKind::Q4K;
-    for nb in [1, 3] {
+/// A repacked layout against ggml's (close) and against its own plain reference (bit for bit)
+/// on every implementation: batched or alone, a row moved to another lane, a later chunk.
+fn check_repacked(
+    kind: WeightKind,
+    packed_kind: WeightKind,
+    repack: fn(&[u8], usize) -> Vec<u8>,
+    widths: &[usize],
+    rng: &mut Rng,
+) {
+    for &nb in widths {
         for extreme in [false, true] {
             // 37 rows: two whole groups of 16 and a padded one.
             let rows = 37;
-            let w = weights(kind, rows, nb, &mut rng);
-            let packed = q4k_x16::repack(&w, rows);
-            let acts: [Acts; 4] = std::array::from_fn(|_| activations(kind, nb, extreme, &mut rng));
+            let w = weights(kind, rows, nb, rng);
+            let packed = repack(&w, rows);
+            let acts: [Acts; 4] = std::array::from_fn(|_| activations(kind, nb, extreme, rng));
             let refs: [&Acts; 4] = std::array::from_fn(|r| &acts[r]);
             let ggml = run::<4>(Isa::Scalar, kind, &w, &refs, rows);
-            let want = run::<4>(Isa::Scalar, WeightKind::Q4KX16, &packed, &refs, rows);
+            let want = run::<4>(Isa::Scalar, packed_kind, &packed, &refs, rows);
             let rms = (ggml
                 .iter()
                 .flatten()
@@ -288,7 +293,7 @@ fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
                     let err = (g[r] as f64 - x[r] as f64).abs();
                     assert!(
                         err <= 1e-5 * rms + 1e-30,
-                        "[{c}][{r}]: {} vs {}",
+                        "{kind:?} [{c}][{r}]: {} vs {}",
                         x[r],
                         g[r]
                     );
@@ -297,25 +302,24 @@ fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
             // Without the first row every row moves to another lane; without the first group
             // (a matmul chunk that starts later) the rows keep theirs. Neither changes a bit.
             let row_bytes = w.len() / rows;
-            let shifted = q4k_x16::repack(&w[row_bytes..], rows - 1);
-            let group_bytes = nb * q4k_x16::BLOCK_BYTES;
+            let shifted = repack(&w[row_bytes..], rows - 1);
+            let later = &packed[packed.len() / 3..];
             for isa in Isa::all() {
                 let bits = |v: &[[f32; 4]]| -> Vec<[u32; 4]> {
                     v.iter().map(|o| o.map(f32::to_bits)).collect()
                 };
-                let four = run::<4>(isa, WeightKind::Q4KX16, &packed, &refs, rows);
-                assert_eq!(bits(&four), bits(&want), "{isa:?} nb={nb}");
-                let moved = run::<4>(isa, WeightKind::Q4KX16, &shifted, &refs, rows - 1);
+                let four = run::<4>(isa, packed_kind, &packed, &refs, rows);
+                assert_eq!(bits(&four), bits(&want), "{packed_kind:?} {isa:?} nb={nb}");
+                let moved = run::<4>(isa, packed_kind, &shifted, &refs, rows - 1);
                 assert_eq!(
                     bits(&moved),
                     bits(&want[1..]),
                     "{isa:?}: a row changed lanes"
                 );
-                let later = &packed[group_bytes..];
-                let chunk = run::<4>(isa, WeightKind::Q4KX16, later, &refs, rows - 16);
+                let chunk = run::<4>(isa, packed_kind, later, &refs, rows - 16);
                 assert_eq!(bits(&chunk), bits(&want[16..]), "{isa:?}: a later chunk");
                 for (r, a) in refs.iter().enumerate() {
-                    let one = run::<1>(isa, WeightKind::Q4KX16, &packed, &[a], rows);
+                    let one = run::<1>(isa, packed_kind, &packed, &[a], rows);
                     let alone: Vec<u32> = one.iter().map(|o| o[0].to_bits()).collect();
                     let batched: Vec<u32> = want.iter().map(|o| o[r].to_bits()).collect();
                     assert_eq!(alone, batched, "{isa:?} row {r} alone and in four");
@@ -323,4 +327,24 @@ fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
             }
         }
     }
+}
+
+#[test]
+fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    let (kind, packed) = (WeightKind::Q4K, WeightKind::Q4KX16);
+    check_repacked(kind, packed, q4k_x16::repack, &[1, 3], &mut rng);
+}
+
+#[test]
+fn q5_0_x16_is_q5_0_repacked_and_bit_exact_on_every_isa() {
+    let mut rng = Rng(0xD1B54A32D192ED03);
+    let w = weights(WeightKind::Q5_0, 37, 2, &mut rng);
+    assert_eq!(
+        q5_0_x16::repack(&w, 37).len(),
+        48 * 2 * 22,
+        "ggml's size, padded to 48 rows"
+    );
+    let (kind, packed) = (WeightKind::Q5_0, WeightKind::Q5_0X16);
+    check_repacked(kind, packed, q5_0_x16::repack, &[1, 2, 5], &mut rng);
 }

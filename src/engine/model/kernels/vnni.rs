@@ -63,6 +63,26 @@ fn load_f32(b: &[f32; 16]) -> __m512 {
     unsafe { _mm512_loadu_ps(b.as_ptr()) }
 }
 
+/// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane, the four activation bytes broadcast to
+/// every lane (the sixteen-row layouts: lane `i` is weight row `i`). Two chains of four, so
+/// consecutive `vpdpbusd`s do not wait on each other; integer, so the order is free.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn dot_broadcast8(q: &[__m512i; 8], y: &[i8; 32], start: __m512i) -> __m512i {
+    let mut even = start;
+    let mut odd = _mm512_setzero_si512();
+    for (g, &qg) in q.iter().enumerate() {
+        let four: &[i8; 4] = arr(y, 4 * g);
+        let yg = _mm512_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)));
+        if g % 2 == 0 {
+            even = _mm512_dpbusd_epi32(even, qg, yg);
+        } else {
+            odd = _mm512_dpbusd_epi32(odd, qg, yg);
+        }
+    }
+    _mm512_add_epi32(even, odd)
+}
+
 /// `[lo, hi]` as one 512-bit vector.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]

@@ -10,8 +10,9 @@
 
 use super::avx2::{arr, load16, load32};
 use super::prefetch::prefetch_ahead;
-use super::q4k_x16::{self, BLOCK_BYTES, D, DMIN, GROUP, MINS, QS, SCALES};
-use super::vnni::{load64, Vnni};
+use super::q4k_x16::{self, BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
+use super::row_groups::{each_group, GROUP};
+use super::vnni::{dot_broadcast8, load64, Vnni};
 use super::Q8KBlock;
 use core::arch::x86_64::*;
 
@@ -29,16 +30,7 @@ pub fn dot_q4k_x16<const R: usize>(_: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out:
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 fn groups<const R: usize>(w: &[u8], nb: usize, a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
-    let group_bytes = nb * BLOCK_BYTES;
-    for (g, o) in out.chunks_mut(GROUP).enumerate() {
-        let mut lanes = [[0f32; GROUP]; R];
-        group(w, g * group_bytes, nb, a, &mut lanes);
-        for (i, oc) in o.iter_mut().enumerate() {
-            for r in 0..R {
-                oc[r] = lanes[r][i];
-            }
-        }
-    }
+    each_group(out, |g, lanes| group(w, g * nb * BLOCK_BYTES, nb, a, lanes));
 }
 
 /// One group of sixteen rows, starting at byte `start` of `w`, into `lanes[r][i]`.
@@ -79,19 +71,8 @@ fn group<const R: usize>(
             });
             for r in 0..R {
                 let ab = &a[r][b];
-                // Two chains of four, so consecutive `vpdpbusd`s do not wait on each other.
-                let mut even = _mm512_setzero_si512();
-                let mut odd = _mm512_setzero_si512();
-                for (g, &qg) in q.iter().enumerate() {
-                    let four: &[i8; 4] = arr(&ab.qs, 32 * s + 4 * g);
-                    let y = _mm512_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)));
-                    if g % 2 == 0 {
-                        even = _mm512_dpbusd_epi32(even, qg, y);
-                    } else {
-                        odd = _mm512_dpbusd_epi32(odd, qg, y);
-                    }
-                }
-                let isum = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
+                let y = arr(&ab.qs, 32 * s);
+                let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, y, _mm512_setzero_si512()));
                 let bsum = (i32::from(ab.bsums[2 * s]) + i32::from(ab.bsums[2 * s + 1])) as f32;
                 sum[r] = _mm512_fmadd_ps(isum, scale, sum[r]);
                 sum[r] = _mm512_fnmadd_ps(min, _mm512_set1_ps(bsum), sum[r]);
