@@ -6,8 +6,8 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
-//! On AVX-512 VNNI, Q4_K and Q5_0 matrices are repacked sixteen rows at a time when the layer
-//! is built ([`kernels::q4k_x16`], [`kernels::q5_0_x16`]): their kernels then share every
+//! On AVX-512 VNNI, Q4_K, Q5_0 and Q4_1 matrices are repacked sixteen rows at a time when the
+//! layer is built ([`kernels::q4k_x16`] and its siblings): their kernels then share every
 //! unpacked weight and float step across sixteen rows.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
@@ -96,7 +96,7 @@ fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
 }
 
 /// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
-/// Q4_K and Q5_0 where AVX-512 VNNI runs the kernels.
+/// Q4_K, Q5_0 and Q4_1 where AVX-512 VNNI runs the kernels.
 fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightBytes, WeightKind)>> {
     #[cfg(target_arch = "x86_64")]
     let vnni = matches!(default_isa(), Isa::Vnni(_));
@@ -105,21 +105,15 @@ fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightByt
     if !vnni || rows == 0 || !w.len().is_multiple_of(rows) {
         return None;
     }
-    let row_bytes = w.len() / rows;
     type Repack = fn(&[u8], usize, &mut [u8]);
-    let (len, repack, packed_kind): (usize, Repack, WeightKind) = match kind {
-        WeightKind::Q4K => (
-            kernels::q4k_x16::repacked_len(rows, row_bytes),
-            kernels::q4k_x16::repack_into,
-            WeightKind::Q4KX16,
-        ),
-        WeightKind::Q5_0 => (
-            rows.next_multiple_of(WeightKind::Q5_0X16.row_group()) * row_bytes,
-            kernels::q5_0_x16::repack_into,
-            WeightKind::Q5_0X16,
-        ),
+    let (repack, packed_kind): (Repack, WeightKind) = match kind {
+        WeightKind::Q4K => (kernels::q4k_x16::repack_into, WeightKind::Q4KX16),
+        WeightKind::Q5_0 => (kernels::q5_0_x16::repack_into, WeightKind::Q5_0X16),
+        WeightKind::Q4_1 => (kernels::q4_1_x16::repack_into, WeightKind::Q4_1X16),
         _ => return None,
     };
+    let blocks = w.len() / rows / kind.block_bytes();
+    let len = rows.next_multiple_of(packed_kind.row_group()) * blocks * packed_kind.block_bytes();
     // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
     // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
     // million, and decode's streaming reads miss the TLB less.

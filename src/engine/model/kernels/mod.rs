@@ -1,8 +1,8 @@
 //! Quantized dot-product kernels for [`super::linear::QLinear`].
 //!
-//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K and
-//! Q5_0 on AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`], [`q5_0_x16`]);
-//! activations are
+//! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K,
+//! Q5_0 and Q4_1 on AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`],
+//! [`q5_0_x16`], [`q4_1_x16`]); activations are
 //! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
 //! for the 256-element k-quants), except that their scales are kept as f32.
 //!
@@ -17,6 +17,7 @@
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod prefetch;
+pub mod q4_1_x16;
 pub mod q4k_x16;
 pub mod q5_0_x16;
 mod row_groups;
@@ -27,6 +28,8 @@ mod tests;
 pub mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod vnni_kquant;
+#[cfg(target_arch = "x86_64")]
+mod vnni_q4_1_x16;
 #[cfg(target_arch = "x86_64")]
 mod vnni_q4k_x16;
 #[cfg(target_arch = "x86_64")]
@@ -48,6 +51,8 @@ pub enum WeightKind {
     Q4KX16,
     /// Q5_0 repacked sixteen rows at a time ([`q5_0_x16`]); never a file's format.
     Q5_0X16,
+    /// Q4_1 repacked sixteen rows at a time ([`q4_1_x16`]); never a file's format.
+    Q4_1X16,
 }
 
 impl WeightKind {
@@ -75,7 +80,7 @@ impl WeightKind {
     pub fn block_bytes(self) -> usize {
         match self {
             Self::Q4_0 => 18,
-            Self::Q4_1 => 20,
+            Self::Q4_1 | Self::Q4_1X16 => 20,
             Self::Q5_0 | Self::Q5_0X16 => 22,
             Self::Q8_0 => 34,
             Self::Q4K => 144,
@@ -87,7 +92,7 @@ impl WeightKind {
     /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
     pub fn row_group(self) -> usize {
         match self {
-            Self::Q4KX16 | Self::Q5_0X16 => row_groups::GROUP,
+            Self::Q4KX16 | Self::Q5_0X16 | Self::Q4_1X16 => row_groups::GROUP,
             _ => 1,
         }
     }
@@ -354,13 +359,16 @@ pub fn dot_q8<const R: usize>(
     a: &[&[Q8Block]; R],
     out: &mut [[f32; R]],
 ) {
-    if kind == WeightKind::Q5_0X16 {
-        // No AVX2 kernel for this layout: weights are repacked only where VNNI runs them.
+    // No AVX2 kernels for the sixteen-row layouts: weights are repacked only where VNNI runs
+    // them, and the plain references compute them anywhere else.
+    match (kind, isa) {
         #[cfg(target_arch = "x86_64")]
-        if let Isa::Vnni(t) = isa {
-            return vnni_q5_0_x16::dot_q5_0_x16(t, w, a, out);
-        }
-        return q5_0_x16::dot(w, a, out);
+        (WeightKind::Q5_0X16, Isa::Vnni(t)) => return vnni_q5_0_x16::dot_q5_0_x16(t, w, a, out),
+        #[cfg(target_arch = "x86_64")]
+        (WeightKind::Q4_1X16, Isa::Vnni(t)) => return vnni_q4_1_x16::dot_q4_1_x16(t, w, a, out),
+        (WeightKind::Q5_0X16, _) => return q5_0_x16::dot(w, a, out),
+        (WeightKind::Q4_1X16, _) => return q4_1_x16::dot(w, a, out),
+        _ => {}
     }
     let row_bytes = check(kind, w, a, out.len());
     match isa {
@@ -369,7 +377,9 @@ pub fn dot_q8<const R: usize>(
                 WeightKind::Q4_0 => scalar::dot_q4_0,
                 WeightKind::Q4_1 => scalar::dot_q4_1,
                 WeightKind::Q5_0 => scalar::dot_q5_0,
-                WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
+                WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+                    unreachable!("repacked weights are handled above")
+                }
                 WeightKind::Q8_0 => scalar::dot_q8_0,
                 WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                     panic!("{kind:?} takes Q8_K activations")
@@ -382,7 +392,9 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => avx2::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => avx2::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => avx2::dot_q5_0(t, w, a, out),
-            WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
+            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+                unreachable!("repacked weights are handled above")
+            }
             WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
             WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                 panic!("{kind:?} takes Q8_K activations")
@@ -393,7 +405,9 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => vnni::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => vnni::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => vnni::dot_q5_0(t, w, a, out),
-            WeightKind::Q5_0X16 => unreachable!("repacked weights are handled above"),
+            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+                unreachable!("repacked weights are handled above")
+            }
             WeightKind::Q8_0 => vnni::dot_q8_0(t, w, a, out),
             WeightKind::Q4K | WeightKind::Q6K | WeightKind::Q4KX16 => {
                 panic!("{kind:?} takes Q8_K activations")

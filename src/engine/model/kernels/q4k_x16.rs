@@ -33,22 +33,8 @@ pub(super) const SCALES: usize = 64;
 pub(super) const MINS: usize = 192;
 pub(super) const QS: usize = 320;
 
-/// Bytes of `rows` rows of `row_bytes` bytes of ggml Q4_K blocks once repacked.
-pub fn repacked_len(rows: usize, row_bytes: usize) -> usize {
-    rows.div_ceil(GROUP) * (row_bytes / 144) * BLOCK_BYTES
-}
-
-/// `rows` rows of ggml Q4_K blocks in the Q4_K×16 layout, padded with zero rows to whole
-/// groups.
-pub fn repack(w: &[u8], rows: usize) -> Vec<u8> {
-    let row_bytes = w.len().checked_div(rows).unwrap_or(0);
-    let mut out = vec![0u8; repacked_len(rows, row_bytes)];
-    repack_into(w, rows, &mut out);
-    out
-}
-
-/// As [`repack`], into `out` ([`repacked_len`] bytes, zeros: the padding rows are not
-/// written). Groups are repacked in parallel.
+/// Repacks `rows` rows of ggml Q4_K blocks into `out`: whole groups, zeros where rows are
+/// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
     row_groups::repack(w, rows, out, repack_block);
 }

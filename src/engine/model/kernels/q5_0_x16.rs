@@ -23,16 +23,8 @@ pub(super) const D: usize = 0;
 pub(super) const LOW: usize = 32;
 pub(super) const HIGH: usize = 288;
 
-/// `rows` rows of ggml Q5_0 blocks in the Q5_0×16 layout, padded with zero rows to whole
-/// groups.
-pub fn repack(w: &[u8], rows: usize) -> Vec<u8> {
-    let mut out = vec![0u8; rows.div_ceil(GROUP) * w.len().checked_div(rows).unwrap_or(0) * 16];
-    repack_into(w, rows, &mut out);
-    out
-}
-
-/// As [`repack`], into `out` (as long as the padded rows, zeros: the padding rows are not
-/// written). Groups are repacked in parallel.
+/// Repacks `rows` rows of ggml Q5_0 blocks into `out`: whole groups, zeros where rows are
+/// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
     row_groups::repack(w, rows, out, repack_block);
 }

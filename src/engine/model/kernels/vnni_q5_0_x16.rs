@@ -8,89 +8,57 @@
 //! to it. Soundness as in [`super::vnni`].
 
 use super::avx2::{arr, load32};
-use super::prefetch::prefetch_ahead;
 use super::q5_0_x16::{self, BLOCK_BYTES, D, HIGH, LOW};
-use super::row_groups::{each_group, GROUP};
-use super::vnni::{dot_broadcast8, load64, Vnni};
+use super::vnni::{dot_broadcast8, load64, x16_groups, Vnni};
 use super::Q8Block;
 use core::arch::x86_64::*;
 
 /// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.
-pub fn dot_q5_0_x16<const R: usize>(_: Vnni, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
-    let nb = q5_0_x16::check(w, a, out.len());
-    if nb == 0 {
-        out.iter_mut().for_each(|o| *o = [0.0; R]);
-        return;
-    }
-    let offsets = q5_0_x16::offsets(a, nb);
-    // SAFETY: the `Vnni` token proves the CPU has the features `groups` is compiled for; the
-    // lengths are checked above, and every access inside is bounds-checked.
-    unsafe { groups(w, nb, a, &offsets, out) }
+pub fn dot_q5_0_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+    let offsets = q5_0_x16::offsets(a, q5_0_x16::check(w, a, out.len()));
+    x16_groups(t, w, a, out, |block, b, acc| {
+        // SAFETY: `x16_groups` runs this with the features `add_block` is compiled for (the
+        // `Vnni` token proves them), after checking the lengths.
+        unsafe { add_block(block, b, a, &offsets[b], acc) }
+    })
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-fn groups<const R: usize>(
-    w: &[u8],
-    nb: usize,
-    a: &[&[Q8Block]; R],
-    offsets: &[[i32; R]],
-    out: &mut [[f32; R]],
-) {
-    each_group(out, |g, lanes| {
-        group(w, g * nb * BLOCK_BYTES, a, offsets, lanes)
-    });
-}
-
-/// One group of sixteen rows, starting at byte `start` of `w`, into `lanes[r][i]`.
+/// Block `b` of a group of sixteen rows against every activation row (`offset[r]`: its
+/// `-16 Σ y`), into `acc`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn group<const R: usize>(
-    w: &[u8],
-    start: usize,
+fn add_block<const R: usize>(
+    block: &[u8; BLOCK_BYTES],
+    b: usize,
     a: &[&[Q8Block]; R],
-    offsets: &[[i32; R]],
-    lanes: &mut [[f32; GROUP]; R],
+    offset: &[i32; R],
+    acc: &mut [__m512; R],
 ) {
     let m4 = _mm512_set1_epi8(0xF);
     let bit4 = _mm512_set1_epi8(0x10);
-    let mut acc = [_mm512_setzero_ps(); R];
-    for (b, offset) in offsets.iter().enumerate() {
-        let at = start + b * BLOCK_BYTES;
-        if R == 1 {
-            // Decode streams the weights once from memory (see `prefetch_ahead`).
-            prefetch_ahead(w, at, BLOCK_BYTES);
-        }
-        let block: &[u8; BLOCK_BYTES] = arr(w, at);
-        let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
-        let packed: [__m512i; 4] = std::array::from_fn(|h| load64::<u8>(arr(block, LOW + 64 * h)));
-        let high = load64::<u8>(arr(block, HIGH));
-        // Quants 4g.. of every row: the low nibbles of `packed[g]` for g < 4, the high ones of
-        // `packed[g - 4]` after, and bit g of `high` moved to bit 4.
-        let q: [__m512i; 8] = std::array::from_fn(|g| {
-            let p = packed[g % 4];
-            let low = _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4);
-            let fifth = match g {
-                0 => _mm512_slli_epi16(high, 4),
-                1 => _mm512_slli_epi16(high, 3),
-                2 => _mm512_slli_epi16(high, 2),
-                3 => _mm512_slli_epi16(high, 1),
-                4 => high,
-                5 => _mm512_srli_epi16(high, 1),
-                6 => _mm512_srli_epi16(high, 2),
-                _ => _mm512_srli_epi16(high, 3),
-            };
-            _mm512_or_si512(low, _mm512_and_si512(fifth, bit4))
-        });
-        for r in 0..R {
-            let ab = &a[r][b];
-            let isum = dot_broadcast8(&q, &ab.qs, _mm512_set1_epi32(offset[r]));
-            let isum = _mm512_cvtepi32_ps(isum);
-            let scale = _mm512_mul_ps(d, _mm512_set1_ps(ab.d));
-            acc[r] = _mm512_fmadd_ps(isum, scale, acc[r]);
-        }
-    }
-    for r in 0..R {
-        // SAFETY: `lanes[r]` is 16 writable f32; storeu has no alignment requirement.
-        unsafe { _mm512_storeu_ps(lanes[r].as_mut_ptr(), acc[r]) };
+    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
+    let packed: [__m512i; 4] = std::array::from_fn(|h| load64::<u8>(arr(block, LOW + 64 * h)));
+    let high = load64::<u8>(arr(block, HIGH));
+    // Quants 4g.. of every row: the low nibbles of `packed[g]` for g < 4, the high ones of
+    // `packed[g - 4]` after, and bit g of `high` moved to bit 4.
+    let q: [__m512i; 8] = std::array::from_fn(|g| {
+        let p = packed[g % 4];
+        let low = _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4);
+        let fifth = match g {
+            0 => _mm512_slli_epi16(high, 4),
+            1 => _mm512_slli_epi16(high, 3),
+            2 => _mm512_slli_epi16(high, 2),
+            3 => _mm512_slli_epi16(high, 1),
+            4 => high,
+            5 => _mm512_srli_epi16(high, 1),
+            6 => _mm512_srli_epi16(high, 2),
+            _ => _mm512_srli_epi16(high, 3),
+        };
+        _mm512_or_si512(low, _mm512_and_si512(fifth, bit4))
+    });
+    for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
+        let ab = &ar[b];
+        let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, &ab.qs, _mm512_set1_epi32(start)));
+        *acc = _mm512_fmadd_ps(isum, _mm512_mul_ps(d, _mm512_set1_ps(ab.d)), *acc);
     }
 }
