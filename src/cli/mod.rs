@@ -29,11 +29,10 @@ pub struct Cli {
     /// Read settings from this file instead of the config directory's config.toml.
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// Continue a saved conversation in the chat: the most recent one, or SESSION (an id, a
-    /// unique prefix of one, or a session file).
-    #[arg(long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "")]
-    pub resume: Option<String>,
-    /// Without a command: the full-screen chat (`taper chat`).
+    /// Without a command: the full-screen chat, with `taper chat`'s flags (`taper -m MODEL`
+    /// is `taper chat -m MODEL`).
+    #[command(flatten)]
+    pub chat: crate::tui::ChatArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -68,7 +67,7 @@ pub struct ModelArgs {
 
 /// Sampling flags shared by `ask` and `chat`; an unset one falls back to the config file, then
 /// to the built-in default.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct SamplingArgs {
     /// Most tokens in one answer [default: 1024].
     #[arg(short = 'n', long = "max-tokens")]
@@ -127,6 +126,10 @@ impl SamplingArgs {
 }
 
 pub fn run(cli: Cli) -> Result<()> {
+    if cli.command.is_some() && cli.chat != crate::tui::ChatArgs::default() {
+        // `taper -m MODEL bench` would otherwise quietly ignore the -m.
+        bail!("chat options go after `taper` or `taper chat`, not before another command");
+    }
     if let Some(Command::Bench(args)) = &cli.command {
         if args.measure_one {
             // The measuring child: its parent resolved everything and it needs no config.
@@ -138,13 +141,7 @@ pub fn run(cli: Cli) -> Result<()> {
         None => Config::load(&paths::config_file(), false)?,
     };
     match cli.command {
-        None => {
-            let args = crate::tui::ChatArgs {
-                resume: cli.resume,
-                ..Default::default()
-            };
-            crate::tui::run(args, &config)
-        }
+        None => crate::tui::run(cli.chat, &config),
         Some(Command::Chat(args)) => crate::tui::run(args, &config),
         Some(Command::Ask(args)) => ask::ask(args, &config),
         Some(Command::Tokenize(args)) => ask::tokenize(args, &config),
@@ -210,4 +207,37 @@ pub fn set_threads(threads: Option<usize>) -> Result<()> {
         std::env::set_var("RAYON_NUM_THREADS", n.to_string());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_flags_work_without_the_chat_command() {
+        let cli = Cli::try_parse_from(["taper", "-m", "m.gguf", "--threads", "2", "--resume"])
+            .expect("chat flags at the top level");
+        assert!(cli.command.is_none());
+        assert_eq!(cli.chat.model.as_deref(), Some("m.gguf"));
+        assert_eq!(
+            (cli.chat.threads, cli.chat.resume.as_deref()),
+            (Some(2), Some(""))
+        );
+        let chat = Cli::try_parse_from(["taper", "chat", "-m", "m.gguf"]).expect("taper chat");
+        assert!(
+            matches!(chat.command, Some(Command::Chat(a)) if a.model.as_deref() == Some("m.gguf"))
+        );
+        // A chat flag with another command would be silently ignored: refused instead.
+        let both = Cli::try_parse_from(["taper", "-m", "m.gguf", "bench"]).expect("parses");
+        let err = run(both).expect_err("chat flag before bench");
+        assert!(
+            err.to_string().contains("not before another command"),
+            "{err}"
+        );
+        let bench = Cli::try_parse_from(["taper", "--config", "c.toml", "bench", "-m", "m.gguf"]);
+        assert!(matches!(
+            bench.expect("global --config").command,
+            Some(Command::Bench(_))
+        ));
+    }
 }

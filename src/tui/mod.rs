@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_FPS: u32 = 15;
 
 /// `taper chat` options; `taper` alone is `taper chat` with none.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct ChatArgs {
     /// A path to a .gguf file, or the name of one in the models directory. Without it the
     /// model picker opens (unless the config names a default model).
