@@ -18,7 +18,7 @@ use crate::engine::model::{self, LanguageModel, ModelConfig};
 use crate::engine::template::ChatTemplate;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::stats::{self, secs, Usage};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use candle_core::Tensor;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -140,12 +140,16 @@ fn one_run(
     stats::reset_peak_rss();
     let started = Instant::now();
     let header = GgufHeader::read(&opts.path)?;
-    let text = if shape_only {
-        None
-    } else {
-        Some(text_side(&header)?)
-    };
-    let mut model = model::load(&header, context_size)?;
+    // As the app loads: the tokenizer on its own thread while the weights load.
+    let (text, model) = std::thread::scope(|scope| {
+        let text = scope.spawn(|| (!shape_only).then(|| text_side(&header)).transpose());
+        let model = model::load(&header, context_size);
+        let text = text
+            .join()
+            .unwrap_or_else(|_| Err(anyhow!("the tokenizer build panicked")));
+        (text, model)
+    });
+    let (text, mut model) = (text?, model?);
     let load_s = secs(started.elapsed());
 
     // Time to first token: template, tokenize, prefill and the first (greedy) sample.
