@@ -275,13 +275,15 @@ fn shrinking_to_ten_by_five_in_the_picker_and_mid_answer_then_quitting_mid_answe
     press(&tmux, &["Enter"]);
     wait_loaded(&tmux, SMOL);
 
-    // Mid-answer: a long answer is streaming.
-    tmux.type_text("Count from 1 to 1000, separated by commas.");
+    // Mid-answer: a long answer is streaming. (Greedy, this prompt runs past 400 tokens with
+    // every kernel implementation; "count to 1000" stopped after a sentence on some, as
+    // near-tied logits go one way or the other.)
+    tmux.type_text("Explain in great detail how a car engine works, step by step.");
     press(&tmux, &["Enter"]);
     tmux.wait_text("writing…", ANSWER);
     shrink_and_restore(&tmux, 100, 30);
     let screen = tmux.wait_for("the whole screen redrawn", QUICK, |s| {
-        s.contains("Count from 1 to 1000")
+        s.contains("Explain in great detail")
             && s.contains(&format!("{SMOL} · "))
             && s.contains("│ phase")
             && s.contains("Ctrl+Q quit")
