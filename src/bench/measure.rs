@@ -18,7 +18,7 @@ use crate::engine::model::{self, LanguageModel, ModelConfig};
 use crate::engine::template::ChatTemplate;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::stats::{self, secs, Usage};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use candle_core::Tensor;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -141,13 +141,8 @@ fn one_run(
     let started = Instant::now();
     let header = GgufHeader::read(&opts.path)?;
     // As the app loads: the tokenizer on its own thread while the weights load.
-    let (text, model) = std::thread::scope(|scope| {
-        let text = scope.spawn(|| (!shape_only).then(|| text_side(&header)).transpose());
-        let model = model::load(&header, context_size);
-        let text = text
-            .join()
-            .unwrap_or_else(|_| Err(anyhow!("the tokenizer build panicked")));
-        (text, model)
+    let (text, model) = model::load_beside(&header, context_size, || {
+        (!shape_only).then(|| text_side(&header)).transpose()
     });
     let (text, mut model) = (text?, model?);
     let load_s = secs(started.elapsed());

@@ -262,18 +262,11 @@ fn load_model(request: &LoadRequest) -> Result<(Loaded, Vec<String>, ModelInfo)>
     let path = header.path.display().to_string();
     // Validate the architecture before the (slow) tokenizer and weights.
     ModelConfig::from_header(&header).with_context(|| path.clone())?;
-    // The tokenizer is built on its own thread while the weights load (and repack) on this
-    // one and the compute pool: a cold start takes the longer of the two, not their sum.
-    let (tokenizer, model) = std::thread::scope(|scope| {
-        let tokenizer = scope.spawn(|| match &request.tokenizer_json {
+    let (tokenizer, model) = model::load_beside(&header, request.context_size, || {
+        match &request.tokenizer_json {
             Some(json) => TextTokenizer::from_tokenizer_json(json, &header),
             None => TextTokenizer::from_gguf(&header),
-        });
-        let model = model::load(&header, request.context_size);
-        let tokenizer = tokenizer
-            .join()
-            .unwrap_or_else(|_| Err(anyhow!("the tokenizer build panicked")));
-        (tokenizer, model)
+        }
     });
     let tokenizer = tokenizer.with_context(|| format!("{path}: tokenizer"))?;
     let has_token = |t: &str| tokenizer.token_to_id(t).is_some();

@@ -56,6 +56,24 @@ pub fn effective_context(requested: usize, config: &ModelConfig) -> usize {
     requested.clamp(1, config.context_length.max(1))
 }
 
+/// [`load`] while `beside` (the tokenizer build) runs on a thread of its own: a cold start
+/// takes the longer of the two, not their sum. The thread lives only for the load, so
+/// `--threads` still counts the compute threads exactly.
+pub fn load_beside<T: Send>(
+    header: &GgufHeader,
+    requested_context: usize,
+    beside: impl FnOnce() -> Result<T> + Send,
+) -> (Result<T>, Result<Box<dyn LanguageModel>>) {
+    std::thread::scope(|scope| {
+        let side = scope.spawn(beside);
+        let model = load(header, requested_context);
+        let side = side
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the tokenizer build panicked")));
+        (side, model)
+    })
+}
+
 /// Loads the weights of an already validated header.
 pub fn load(header: &GgufHeader, requested_context: usize) -> Result<Box<dyn LanguageModel>> {
     let what = || format!("{}", header.path.display());

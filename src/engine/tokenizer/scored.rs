@@ -134,6 +134,11 @@ impl ScoredBpe {
         self.text.get(start as usize..end as usize)
     }
 
+    /// The text of a token the encoder produced (always an id a lookup gives, so no check).
+    pub(super) fn text(&self, id: u32) -> &str {
+        self.token(id)
+    }
+
     /// How many distinct strings the vocabulary has.
     pub(super) fn distinct_tokens(&self) -> usize {
         self.index.len()

@@ -66,10 +66,7 @@ impl Model for Vocabulary {
             Vocabulary::Scored(model) => Ok(model
                 .encode_word(sequence)
                 .into_iter()
-                .map(|(id, offsets)| {
-                    let text = model.id_to_token(id).unwrap_or_default().to_string();
-                    Token::new(id, text, offsets)
-                })
+                .map(|(id, offsets)| Token::new(id, model.text(id).to_string(), offsets))
                 .collect()),
         }
     }

@@ -20,7 +20,6 @@
 
 use super::avx2::{arr, load32, nibbles};
 use super::prefetch::prefetch_ahead;
-use super::row_groups::{self, each_group};
 use super::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
 use std::cell::RefCell;
@@ -62,65 +61,6 @@ fn load_i32(b: &[i32; 16]) -> __m512i {
 fn load_f32(b: &[f32; 16]) -> __m512 {
     // SAFETY: `b` is 16 readable f32; loadu has no alignment requirement.
     unsafe { _mm512_loadu_ps(b.as_ptr()) }
-}
-
-/// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane, the four activation bytes broadcast to
-/// every lane (the sixteen-row layouts: lane `i` is weight row `i`). Two chains of four, so
-/// consecutive `vpdpbusd`s do not wait on each other; integer, so the order is free.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-#[inline]
-pub(super) fn dot_broadcast8(q: &[__m512i; 8], y: &[i8; 32], start: __m512i) -> __m512i {
-    let mut even = start;
-    let mut odd = _mm512_setzero_si512();
-    for (g, &qg) in q.iter().enumerate() {
-        let four: &[i8; 4] = arr(y, 4 * g);
-        let yg = _mm512_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)));
-        if g % 2 == 0 {
-            even = _mm512_dpbusd_epi32(even, qg, yg);
-        } else {
-            odd = _mm512_dpbusd_epi32(odd, qg, yg);
-        }
-    }
-    _mm512_add_epi32(even, odd)
-}
-
-/// The body of a sixteen-row kernel ([`super::row_groups`]): checks the lengths, then for each
-/// group of rows and each of its `B`-byte blocks `b` runs `block(bytes, b, acc)`, which adds
-/// that block's products into `acc[r]` (lane `i`: row `i` of the group against activation
-/// row `r`), with the AVX-512 features on; the sums go to `out`.
-pub(super) fn x16_groups<A, const R: usize, const B: usize>(
-    _: Vnni,
-    w: &[u8],
-    a: &[&[A]; R],
-    out: &mut [[f32; R]],
-    block: impl FnMut(&[u8; B], usize, &mut [__m512; R]),
-) {
-    let nb = row_groups::check(w, a, out.len(), B);
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-    fn each<const R: usize, const B: usize>(
-        w: &[u8],
-        nb: usize,
-        out: &mut [[f32; R]],
-        mut block: impl FnMut(&[u8; B], usize, &mut [__m512; R]),
-    ) {
-        each_group(out, |g, lanes| {
-            let mut acc = [_mm512_setzero_ps(); R];
-            for b in 0..nb {
-                let at = (g * nb + b) * B;
-                if R == 1 {
-                    // Decode streams the weights once from memory (see `prefetch_ahead`).
-                    prefetch_ahead(w, at, B);
-                }
-                block(arr(w, at), b, &mut acc);
-            }
-            for (lane, sum) in lanes.iter_mut().zip(acc) {
-                // SAFETY: `lane` is 16 writable f32; storeu has no alignment requirement.
-                unsafe { _mm512_storeu_ps(lane.as_mut_ptr(), sum) };
-            }
-        });
-    }
-    // SAFETY: the `Vnni` token proves the CPU has the features `each` is compiled for.
-    unsafe { each(w, nb, out, block) }
 }
 
 /// `[lo, hi]` as one 512-bit vector.

@@ -8,7 +8,8 @@
 
 use super::avx2::{arr, load32};
 use super::q4_1_x16::{BLOCK_BYTES, D, M, QS};
-use super::vnni::{dot_broadcast8, load64, x16_groups, Vnni};
+use super::vnni::{load64, Vnni};
+use super::vnni_groups::{dot_broadcast8, x16_groups};
 use super::Q8Block;
 use core::arch::x86_64::*;
 

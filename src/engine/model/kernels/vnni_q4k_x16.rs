@@ -10,7 +10,8 @@
 
 use super::avx2::{arr, load16, load32};
 use super::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
-use super::vnni::{dot_broadcast8, load64, x16_groups, Vnni};
+use super::vnni::{load64, Vnni};
+use super::vnni_groups::{dot_broadcast8, x16_groups};
 use super::Q8KBlock;
 use core::arch::x86_64::*;
 

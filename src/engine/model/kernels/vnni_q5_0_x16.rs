@@ -9,7 +9,8 @@
 
 use super::avx2::{arr, load32};
 use super::q5_0_x16::{self, BLOCK_BYTES, D, HIGH, LOW};
-use super::vnni::{dot_broadcast8, load64, x16_groups, Vnni};
+use super::vnni::{load64, Vnni};
+use super::vnni_groups::{dot_broadcast8, x16_groups};
 use super::Q8Block;
 use core::arch::x86_64::*;
 
