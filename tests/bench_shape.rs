@@ -67,21 +67,14 @@ fn write_load_and_run(name: &str, arch: &str, shape: &ModelShape) -> GgufHeader 
 
     let mut m = model::load(&header, 64).unwrap();
     assert_eq!(m.config().vocab_size, 320);
-    let logits = m.forward(&[1, 17, 42, 99, 3], false).unwrap();
-    assert_eq!(logits.dims(), &[1, 320]);
-    let values: Vec<f32> = logits.flatten_all().unwrap().to_vec1().unwrap();
+    let values = m.forward(&[1, 17, 42, 99, 3], false).unwrap();
+    assert_eq!(values.len(), 320);
     assert!(
         values.iter().all(|v| v.is_finite()),
         "{name}: non-finite logits"
     );
     let next = m.forward(&[7], false).unwrap();
-    assert!(next
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap()
-        .iter()
-        .all(|v| v.is_finite()));
+    assert!(next.iter().all(|v| v.is_finite()));
     assert_eq!(m.cached_len(), 6);
     header
 }

@@ -1,8 +1,9 @@
 //! A 200-turn conversation with SmolLM2 in a 512-token context, driven through the TUI's own
 //! path (its `update` builds every request, the real engine worker answers), so the history
 //! overflows many times over. After every turn: no failure, the prompt and the answer fit the
-//! context, the cached prefix is reused, and the process's resident memory is recorded; at the
-//! end the memory must be flat (it is memory that is bounded here, never time).
+//! context, the cached prefix (the previous prompt and the previous answer) is reused, and the
+//! process's resident memory is recorded; at the end the memory must be flat (it is memory
+//! that is bounded here, never time).
 
 mod common;
 mod tui_support;
@@ -188,10 +189,17 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
             let same_window = usage.dropped_messages == previous.usage.dropped_messages;
             if same_window {
                 whole_reuse += 1;
-                assert!(
-                    usage.cached_tokens >= previous.usage.prompt_tokens,
-                    "turn {turn}: only {} of the previous prompt's {} tokens reused",
+                // The previous answer too: every token of it the KV cache holds (the last of
+                // max_tokens was sampled but never fed).
+                let fed = match previous.usage.stop {
+                    Some(StopReason::EndOfTurn) => previous.usage.generated_tokens,
+                    _ => previous.usage.generated_tokens.saturating_sub(1),
+                };
+                assert_eq!(
                     usage.cached_tokens,
+                    previous.usage.prompt_tokens + fed,
+                    "turn {turn}: the previous prompt ({}) and answer ({fed} tokens fed) \
+                     should all be reused",
                     previous.usage.prompt_tokens
                 );
             } else {

@@ -88,11 +88,8 @@ fn argmax(v: &[f32]) -> u32 {
 fn check(json_name: &str, twin: bool, tol: f32) {
     let (r, file) = reference(json_name, twin);
     let mut m = load(&file, r.context);
-    let batched = m
-        .forward(&r.tokens, true)
-        .unwrap()
-        .to_vec2::<f32>()
-        .unwrap();
+    let vocab = m.config().vocab_size;
+    let batched = common::logit_rows(m.forward(&r.tokens, true).unwrap(), vocab);
     let mut worst = 0f32;
     for (pos, (got, want)) in batched.iter().zip(&r.logits).enumerate() {
         let d = max_diff(got, want);
@@ -106,7 +103,7 @@ fn check(json_name: &str, twin: bool, tol: f32) {
     let mut next = argmax(batched.last().unwrap());
     let mut greedy = vec![next];
     for step in 1..r.greedy.len() {
-        let l = m.forward(&[next], false).unwrap().to_vec2::<f32>().unwrap();
+        let l = common::logit_rows(m.forward(&[next], false).unwrap(), vocab);
         if let Some(want) = &r.greedy_step_logits {
             let d = max_diff(&l[0], &want[step]);
             worst = worst.max(d);
@@ -122,7 +119,7 @@ fn check(json_name: &str, twin: bool, tol: f32) {
     // One token at a time from an empty cache.
     m.truncate_cache(0);
     for (pos, &tok) in r.tokens.iter().enumerate() {
-        let l = m.forward(&[tok], false).unwrap().to_vec2::<f32>().unwrap();
+        let l = common::logit_rows(m.forward(&[tok], false).unwrap(), vocab);
         let d = max_diff(&l[0], &r.logits[pos]);
         worst = worst.max(d);
         assert!(
@@ -133,11 +130,7 @@ fn check(json_name: &str, twin: bool, tol: f32) {
     // Cache reuse: keep the first 13 positions (past gemma's window of 8) and re-read the rest.
     let keep = 13;
     m.truncate_cache(keep);
-    let reread = m
-        .forward(&r.tokens[keep..], true)
-        .unwrap()
-        .to_vec2::<f32>()
-        .unwrap();
+    let reread = common::logit_rows(m.forward(&r.tokens[keep..], true).unwrap(), vocab);
     for (i, got) in reread.iter().enumerate() {
         let d = max_diff(got, &r.logits[keep + i]);
         worst = worst.max(d);

@@ -11,21 +11,18 @@
 //! measures parsing, tokenizer and template building and copying the weights, not the disk.
 //! Peak memory is reset (Linux) before each run, so a run's peak is its own model's.
 
-use super::prompt::{self, TextSide, SHAPE_ONLY_CHAT_TOKENS};
+use super::prompt::{self, SHAPE_ONLY_CHAT_TOKENS};
 use super::summary::{quarter_rates, ModelReport, PrefillFigure, RunFigures};
+use crate::engine::generation::{Generator, TurnObserver, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, LanguageModel, ModelConfig};
-use crate::engine::template::ChatTemplate;
-use crate::engine::tokenizer::TextTokenizer;
+use crate::engine::model::{self, ModelConfig};
+use crate::engine::prefix_cache::PrefixCache;
+use crate::engine::prompt::ModelText;
+use crate::engine::sampler::SamplingParams;
 use crate::stats::{self, secs, Usage};
 use anyhow::{bail, Context, Result};
-use candle_core::Tensor;
 use std::path::PathBuf;
 use std::time::Instant;
-
-/// Prompt tokens per forward pass, as the engine's worker feeds them, so the bench's prefill
-/// is the app's prefill.
-const PREFILL_CHUNK: usize = 256;
 /// Runs measured and thrown away before the ones reported.
 pub const WARMUP_RUNS: usize = 1;
 
@@ -66,17 +63,17 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         };
         (prompts, SHAPE_ONLY_CHAT_TOKENS)
     } else {
-        let text = text_side(&header)?;
+        let text = ModelText::load(&header, None, None)?;
         let passages = opts
             .prompt_tokens
             .iter()
-            .map(|&n| text.passage_prompt(n))
+            .map(|&n| prompt::passage_prompt(&text, n))
             .collect::<Result<_>>()?;
         let prompts = Prompts {
             chat_ids: None,
             passages,
         };
-        (prompts, text.chat_prompt()?.len())
+        (prompts, prompt::chat_prompt(&text)?.len())
     };
     let needed = longest_prompt.max(chat_len + opts.gen_tokens);
     if needed > config.context_length {
@@ -115,19 +112,6 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
     })
 }
 
-fn text_side(header: &GgufHeader) -> Result<TextSide> {
-    let path = header.path.display().to_string();
-    let tokenizer =
-        TextTokenizer::from_gguf(header).with_context(|| format!("{path}: tokenizer"))?;
-    let has_token = |t: &str| tokenizer.token_to_id(t).is_some();
-    let template = ChatTemplate::for_model(header, None, &has_token)
-        .with_context(|| format!("{path}: chat template"))?;
-    Ok(TextSide {
-        tokenizer,
-        template,
-    })
-}
-
 /// One cold start, chat turn, decode run and prefill sweep; returns the figures and the
 /// length of the TTFT prompt.
 fn one_run(
@@ -142,47 +126,42 @@ fn one_run(
     let header = GgufHeader::read(&opts.path)?;
     // As the app loads: the tokenizer on its own thread while the weights load.
     let (text, model) = model::load_beside(&header, context_size, || {
-        (!shape_only).then(|| text_side(&header)).transpose()
+        (!shape_only)
+            .then(|| ModelText::load(&header, None, None))
+            .transpose()
     });
     let (text, mut model) = (text?, model?);
     let load_s = secs(started.elapsed());
+    let mut cache = PrefixCache::default();
+    let mut generator = Generator {
+        model: model.as_mut(),
+        cache: &mut cache,
+        tokenizer: text.as_ref().map(|t| &t.tokenizer),
+    };
 
-    // Time to first token: template, tokenize, prefill and the first (greedy) sample.
-    model.truncate_cache(0);
+    // Time to first token (template, tokenize, prefill and the first greedy sample), then
+    // greedy decoding from there with end-of-turn tokens ignored, every step timed.
     let asked = Instant::now();
     let chat = match (&prompts.chat_ids, &text) {
         (Some(ids), _) => ids.clone(),
-        (None, Some(text)) => text.chat_prompt()?,
+        (None, Some(text)) => prompt::chat_prompt(text)?,
         (None, None) => bail!("no chat prompt"),
     };
-    let logits = prefill(model.as_mut(), &chat)?;
-    let mut token = argmax(&logits)?;
-    let first_token_at = Instant::now();
-    let mut usage = Usage {
-        prompt_tokens: chat.len(),
-        ttft_s: secs(first_token_at - asked),
-        generated_tokens: 1,
-        ..Usage::default()
+    let options = TurnOptions {
+        sampling: SamplingParams::greedy(),
+        max_tokens: opts.gen_tokens.max(1),
+        stop_at_end_of_turn: false,
     };
-
-    // Greedy decoding from there; end-of-turn tokens do not stop it.
-    let mut steps = Vec::with_capacity(opts.gen_tokens);
-    while usage.generated_tokens < opts.gen_tokens {
-        let step = Instant::now();
-        let logits = model.forward(&[token], false)?;
-        token = argmax(&logits)?;
-        steps.push(secs(step.elapsed()));
-        usage.generated_tokens += 1;
-    }
-    usage.decode_s = steps.iter().sum();
-    let (first_quarter, last_quarter) = quarter_rates(&steps);
+    let mut clock = StepClock::default();
+    let usage = generator.run(&chat, &options, asked, &mut clock)?.usage;
+    let (first_quarter, last_quarter) = quarter_rates(&clock.steps);
 
     let mut prefill_figures = Vec::with_capacity(opts.prompt_tokens.len());
     for ids in &prompts.passages {
-        model.truncate_cache(0);
         let t = Instant::now();
-        let logits = prefill(model.as_mut(), ids)?;
-        argmax(&logits)?;
+        generator
+            .prefill_fresh(ids, &mut Unobserved)?
+            .context("the prefill stopped")?;
         let run = Usage {
             prompt_tokens: ids.len(),
             prefill_s: secs(t.elapsed()),
@@ -199,7 +178,7 @@ fn one_run(
         load_s,
         ttft_ms: usage.ttft_s * 1000.0,
         prefill: prefill_figures,
-        decode_tok_s: usage.decode_tok_s(),
+        decode_tok_s: stats::steps_tok_s(&clock.steps),
         decode_tok_s_first_quarter: first_quarter,
         decode_tok_s_last_quarter: last_quarter,
         generated_tokens: usage.generated_tokens,
@@ -208,26 +187,19 @@ fn one_run(
     Ok((figures, chat.len()))
 }
 
-/// Feeds `ids` after the cached positions in the engine's chunks; the last token's logits.
-fn prefill(model: &mut dyn LanguageModel, ids: &[u32]) -> Result<Tensor> {
-    let mut logits = None;
-    for chunk in ids.chunks(PREFILL_CHUNK) {
-        logits = Some(model.forward(chunk, false)?);
-    }
-    logits.context("empty prompt")
+/// The time of every decode step: from one sampled token to the next (a forward pass and a
+/// sample each).
+#[derive(Default)]
+struct StepClock {
+    last: Option<Instant>,
+    steps: Vec<f64>,
 }
 
-/// The greedy choice. Non-finite logits mean a broken model or file: an error, not a figure.
-fn argmax(logits: &Tensor) -> Result<u32> {
-    let values: Vec<f32> = logits.flatten_all()?.to_vec1()?;
-    let mut best = (0usize, f32::NEG_INFINITY);
-    for (i, &v) in values.iter().enumerate() {
-        if !v.is_finite() {
-            bail!("the model produced a non-finite logit ({v}) for token {i}");
-        }
-        if v > best.1 {
-            best = (i, v);
+impl TurnObserver for StepClock {
+    fn token(&mut self, _id: u32) {
+        let now = Instant::now();
+        if let Some(last) = self.last.replace(now) {
+            self.steps.push(secs(now - last));
         }
     }
-    Ok(best.0 as u32)
 }

@@ -8,8 +8,8 @@
 //! chat template. Every record states how many tokens its TTFT prompt had.
 
 use crate::chat::Message;
-use crate::engine::template::ChatTemplate;
-use crate::engine::tokenizer::TextTokenizer;
+use crate::engine::answer_ids::AnswerIds;
+use crate::engine::prompt::ModelText;
 use anyhow::{bail, Result};
 
 /// The short chat turn whose time to first token is measured.
@@ -54,51 +54,25 @@ how much memory to keep close to the arithmetic units. Running a language model 
 ordinary laptop is an exercise in that same economy: every token costs a pass over billions \
 of numbers, and the question is how quickly the machine can read them from memory.";
 
-/// A model's tokenizer and chat template, when it has them (real files).
-pub struct TextSide {
-    pub tokenizer: TextTokenizer,
-    pub template: ChatTemplate,
+/// The chat prompt as the engine builds it: template, tokenize, BOS when the model wants one
+/// and the template did not write it.
+pub fn chat_prompt(text: &ModelText) -> Result<Vec<u32>> {
+    text.chat_ids(&[Message::user(CHAT_QUESTION)], &AnswerIds::default())
 }
 
-impl TextSide {
-    /// The chat prompt as the engine builds it: template, tokenize, BOS when the model wants
-    /// one and the template did not write it.
-    pub fn chat_prompt(&self) -> Result<Vec<u32>> {
-        let bos = self.tokenizer.bos_token().unwrap_or_default();
-        let eos = self.tokenizer.eos_token().unwrap_or_default();
-        let text = self
-            .template
-            .render(&[Message::user(CHAT_QUESTION)], true, &bos, &eos)?;
-        let has_bos = ChatTemplate::starts_with_bos(&text, &bos);
-        let ids = self.tokenizer.encode(&text)?;
-        Ok(self.with_bos(ids, has_bos))
-    }
-
-    fn with_bos(&self, mut ids: Vec<u32>, has_bos: bool) -> Vec<u32> {
-        if self.tokenizer.add_bos() && !has_bos {
-            if let Some(bos) = self.tokenizer.bos_id() {
-                if ids.first() != Some(&bos) {
-                    ids.insert(0, bos);
-                }
-            }
+/// Exactly `n` tokens of the passage (BOS first when the model wants one).
+pub fn passage_prompt(text: &ModelText, n: usize) -> Result<Vec<u32>> {
+    let mut copies = 1;
+    loop {
+        let passage = vec![PASSAGE; copies].join("\n\n");
+        let ids = text.raw_ids(&passage)?;
+        if ids.len() >= n {
+            return Ok(ids[..n].to_vec());
         }
-        ids
-    }
-
-    /// Exactly `n` tokens of the passage (BOS first when the model wants one).
-    pub fn passage_prompt(&self, n: usize) -> Result<Vec<u32>> {
-        let mut copies = 1;
-        loop {
-            let text = vec![PASSAGE; copies].join("\n\n");
-            let ids = self.with_bos(self.tokenizer.encode(&text)?, false);
-            if ids.len() >= n {
-                return Ok(ids[..n].to_vec());
-            }
-            if copies > 1 << 12 {
-                bail!("the tokenizer makes too few tokens of the prompt text");
-            }
-            copies *= 2;
+        if copies > 1 << 12 {
+            bail!("the tokenizer makes too few tokens of the prompt text");
         }
+        copies *= 2;
     }
 }
 

@@ -4,11 +4,15 @@
 //! Clients (`taper ask`, the TUI) hold an [`EngineHandle`]: they send [`EngineCommand`]s and
 //! receive [`EngineEvent`]s. The worker owns the model; it never panics across the boundary.
 
+pub mod answer_ids;
+pub mod context_fit;
 pub mod detokenizer;
+pub mod generation;
 pub mod gguf;
 pub mod model;
+pub mod prefix_cache;
+pub mod prompt;
 pub mod sampler;
-pub mod session;
 pub mod template;
 pub mod tokenizer;
 mod worker;

@@ -42,6 +42,17 @@ impl Default for SamplingParams {
     }
 }
 
+impl SamplingParams {
+    /// Always the most likely token, nothing penalised (benchmarks, references).
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            repeat_penalty: 1.0,
+            ..Self::default()
+        }
+    }
+}
+
 /// Chooses tokens according to [`SamplingParams`], with its own random number generator.
 pub struct Sampler {
     params: SamplingParams,

@@ -29,3 +29,10 @@ pub fn real_model(file: &str) -> PathBuf {
 
 pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
+
+/// Row-major logits (`rows × vocab`, as `LanguageModel::forward` returns them) as one vector
+/// per row.
+#[allow(dead_code)]
+pub fn logit_rows(logits: Vec<f32>, vocab: usize) -> Vec<Vec<f32>> {
+    logits.chunks(vocab).map(<[f32]>::to_vec).collect()
+}

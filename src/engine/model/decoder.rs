@@ -13,7 +13,6 @@ use super::rope::Rope;
 use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
-use candle_core::{Device, Tensor};
 
 /// Gemma 4's per-layer token inputs: for each token, one small vector per layer, from a
 /// token-indexed table (kept in the mapped file: it is larger than the rest of the model) and
@@ -125,9 +124,9 @@ impl Decoder {
         &mut self.cache
     }
 
-    /// Feeds `tokens` after the cached positions. Returns logits `(rows, vocab)`: one row per
-    /// token when `all_logits`, else only the last token's.
-    pub fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor> {
+    /// Feeds `tokens` after the cached positions. Returns row-major logits `rows × vocab`: one
+    /// row per token when `all_logits`, else only the last token's.
+    pub fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>> {
         if tokens.is_empty() {
             bail!("forward called with no tokens");
         }
@@ -168,11 +167,7 @@ impl Decoder {
         if let Some(cap) = self.cfg.final_softcap {
             vecmath::softcap(&mut logits, cap);
         }
-        Ok(Tensor::from_vec(
-            logits,
-            (rows, self.cfg.vocab_size),
-            &Device::Cpu,
-        )?)
+        Ok(logits)
     }
 
     /// Gemma 4: each token's inputs for every layer, the mean (scaled by 1/√2) of the token's

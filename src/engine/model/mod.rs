@@ -15,7 +15,6 @@ pub mod weights;
 
 use crate::engine::gguf::GgufHeader;
 use anyhow::{Context, Result};
-use candle_core::Tensor;
 pub use config::{Arch, ModelConfig};
 
 /// What the engine needs from a model implementation, so implementations can be swapped.
@@ -28,9 +27,9 @@ pub trait LanguageModel: Send {
     /// Forgets cached positions from `len` on, so a prompt that shares a prefix re-reads only
     /// the rest.
     fn truncate_cache(&mut self, len: usize);
-    /// Feeds `tokens` after the cached ones; logits `(rows, vocab)` for every token when
-    /// `all_logits`, else for the last one only.
-    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor>;
+    /// Feeds `tokens` after the cached ones; row-major logits (`rows × vocab`) for every
+    /// token when `all_logits`, else the last token's alone.
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>>;
 }
 
 impl LanguageModel for decoder::Decoder {
@@ -46,7 +45,7 @@ impl LanguageModel for decoder::Decoder {
     fn truncate_cache(&mut self, len: usize) {
         self.cache_mut().truncate(len)
     }
-    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Tensor> {
+    fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>> {
         decoder::Decoder::forward(self, tokens, all_logits)
     }
 }

@@ -1,45 +1,9 @@
-//! The token sequence in the KV cache, prefix reuse across turns, and fitting a conversation
-//! into the context.
+//! Fitting a conversation into the context: which of the oldest turns to leave out, the same
+//! ones turn after turn while they fit, so the next prompt keeps the cached start.
 
 use crate::chat::{Message, Role};
 use anyhow::{bail, Result};
 use std::hash::{Hash, Hasher};
-
-/// The tokens whose keys and values are in the model's cache, in order.
-#[derive(Debug, Default, Clone)]
-pub struct CachedSequence {
-    tokens: Vec<u32>,
-}
-
-impl CachedSequence {
-    pub fn tokens(&self) -> &[u32] {
-        &self.tokens
-    }
-
-    /// How many leading tokens of `prompt` are already cached. At least one prompt token is
-    /// always left to compute, because the next token's logits come from the last one.
-    pub fn reusable_prefix(&self, prompt: &[u32]) -> usize {
-        let common = self
-            .tokens
-            .iter()
-            .zip(prompt)
-            .take_while(|(a, b)| a == b)
-            .count();
-        common.min(prompt.len().saturating_sub(1))
-    }
-
-    pub fn truncate(&mut self, len: usize) {
-        self.tokens.truncate(len);
-    }
-
-    pub fn extend(&mut self, tokens: &[u32]) {
-        self.tokens.extend_from_slice(tokens);
-    }
-
-    pub fn clear(&mut self) {
-        self.tokens.clear();
-    }
-}
 
 /// Which leading messages the last prompt left out, so that the next turn of the same
 /// conversation can leave out the same ones and reuse the cache.
@@ -171,16 +135,6 @@ mod tests {
             .iter()
             .flat_map(|m| std::iter::repeat_n(0, 2 + m.content.split_whitespace().count()))
             .collect())
-    }
-
-    #[test]
-    fn reuse_is_the_common_prefix_but_leaves_one_token() {
-        let mut c = CachedSequence::default();
-        c.extend(&[1, 2, 3, 4]);
-        assert_eq!(c.reusable_prefix(&[1, 2, 3, 4, 5, 6]), 4);
-        assert_eq!(c.reusable_prefix(&[1, 2, 9, 4]), 2);
-        assert_eq!(c.reusable_prefix(&[1, 2, 3, 4]), 3);
-        assert_eq!(c.reusable_prefix(&[7]), 0);
     }
 
     #[test]

@@ -1,0 +1,197 @@
+//! The one generation driver: a prompt through the model in chunks (reusing what the prefix
+//! cache holds), then sampling, stop tokens and detokenizing, token by token. Every client of
+//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench`, and
+//! next the server and `taper perplexity`, so a fix here is a fix for all of them.
+
+use super::detokenizer::Detokenizer;
+use super::model::LanguageModel;
+use super::prefix_cache::PrefixCache;
+use super::sampler::{Sampler, SamplingParams};
+use super::tokenizer::TextTokenizer;
+use crate::stats::{secs, StopReason, Usage};
+use anyhow::{bail, Context, Result};
+use std::time::Instant;
+
+/// Prompt tokens computed per forward pass; progress is reported, and a stop seen, between
+/// chunks.
+pub const PREFILL_CHUNK: usize = 256;
+
+/// How a turn decodes.
+#[derive(Debug, Clone)]
+pub struct TurnOptions {
+    pub sampling: SamplingParams,
+    /// Most tokens to generate (the end-of-turn token not counted).
+    pub max_tokens: usize,
+    /// End at the model's end-of-turn tokens; the bench decodes through them.
+    pub stop_at_end_of_turn: bool,
+}
+
+/// What a client hears of a turn, and how it stops one. Every method has a default, so each
+/// client implements only what it uses.
+pub trait TurnObserver {
+    /// Asked before every prefill chunk and before every token.
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
+    /// After each prefill chunk: `done` of `total` new prompt tokens computed.
+    fn prompt_progress(&mut self, _done: usize, _total: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Each generated token, as soon as it is sampled (before its text, if any).
+    fn token(&mut self, _id: u32) {}
+    /// Each piece of answer text, as soon as it is whole (UTF-8 complete).
+    fn text(&mut self, _piece: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// What a turn produced.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOutcome {
+    pub usage: Usage,
+    /// The generated ids, end-of-turn token excluded.
+    pub ids: Vec<u32>,
+    /// Their text: every piece the observer heard, joined.
+    pub text: String,
+}
+
+/// A model with the record of what its KV cache holds, and the tokenizer that reads its ids.
+pub struct Generator<'a> {
+    pub model: &'a mut dyn LanguageModel,
+    pub cache: &'a mut PrefixCache,
+    /// None for a file without a vocabulary (a bench shape): ids only, no text and no
+    /// end-of-turn tokens.
+    pub tokenizer: Option<&'a TextTokenizer>,
+}
+
+impl Generator<'_> {
+    /// Answers `prompt`: reuses the cached prefix, computes the rest in chunks, then samples
+    /// until an end-of-turn token, `max_tokens`, a full context or a stop request. Time to
+    /// first token counts from `asked` (so a client's templating and tokenizing count too).
+    pub fn run(
+        &mut self,
+        prompt: &[u32],
+        options: &TurnOptions,
+        asked: Instant,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<TurnOutcome> {
+        let context = self.model.context_size();
+        let reused = self.cache.reusable_prefix(prompt);
+        let mut outcome = TurnOutcome {
+            usage: Usage {
+                prompt_tokens: prompt.len(),
+                cached_tokens: reused,
+                context_size: context,
+                ..Usage::default()
+            },
+            ..TurnOutcome::default()
+        };
+        let prefill_started = Instant::now();
+        let Some(mut logits) = self.prefill_after(reused, &prompt[reused..], observer)? else {
+            outcome.usage.stop = Some(StopReason::Cancelled);
+            return Ok(outcome);
+        };
+        outcome.usage.prefill_s = secs(prefill_started.elapsed());
+
+        let mut sampler = Sampler::new(options.sampling.clone());
+        let mut detok = self.tokenizer.map(Detokenizer::new);
+        let stop_ids = self
+            .tokenizer
+            .map(TextTokenizer::stop_ids)
+            .unwrap_or_default();
+        let usage = &mut outcome.usage;
+        let mut first_token_at = None;
+        let stop = loop {
+            if observer.stop_requested() {
+                break StopReason::Cancelled;
+            }
+            ensure_finite(&logits)?;
+            let next = sampler.sample(&mut logits, self.cache.tokens());
+            let now = Instant::now();
+            let first = *first_token_at.get_or_insert_with(|| {
+                usage.ttft_s = secs(now - asked);
+                now
+            });
+            if options.stop_at_end_of_turn && stop_ids.contains(&next) {
+                break StopReason::EndOfTurn;
+            }
+            usage.generated_tokens += 1;
+            usage.decode_s = secs(now - first);
+            outcome.ids.push(next);
+            observer.token(next);
+            if let Some(piece) = detok.as_mut().map(|d| d.push(next)).transpose()?.flatten() {
+                outcome.text.push_str(&piece);
+                observer.text(&piece)?;
+            }
+            if usage.generated_tokens >= options.max_tokens {
+                break StopReason::MaxTokens;
+            }
+            if self.model.cached_len() + 1 > context {
+                break StopReason::ContextFull;
+            }
+            logits = self.model.forward(&[next], false)?;
+            self.cache.extend(&[next]);
+        };
+        if let Some(piece) = detok
+            .as_mut()
+            .map(Detokenizer::finish)
+            .transpose()?
+            .flatten()
+        {
+            outcome.text.push_str(&piece);
+            observer.text(&piece)?;
+        }
+        outcome.usage.stop = Some(stop);
+        Ok(outcome)
+    }
+
+    /// Computes `tokens` on a cache emptied first; the last token's logits (None when the
+    /// observer asked to stop first). The bench's prefill sweeps and perplexity windows.
+    pub fn prefill_fresh(
+        &mut self,
+        tokens: &[u32],
+        observer: &mut dyn TurnObserver,
+    ) -> Result<Option<Vec<f32>>> {
+        self.prefill_after(0, tokens, observer)
+    }
+
+    /// Keeps the first `keep` cached positions and computes `tokens` after them, a chunk per
+    /// forward pass.
+    fn prefill_after(
+        &mut self,
+        keep: usize,
+        tokens: &[u32],
+        observer: &mut dyn TurnObserver,
+    ) -> Result<Option<Vec<f32>>> {
+        self.model.truncate_cache(keep);
+        self.cache.truncate(keep);
+        let mut logits = None;
+        let mut done = 0;
+        for chunk in tokens.chunks(PREFILL_CHUNK) {
+            if observer.stop_requested() {
+                return Ok(None);
+            }
+            logits = Some(self.model.forward(chunk, false)?);
+            self.cache.extend(chunk);
+            done += chunk.len();
+            observer.prompt_progress(done, tokens.len())?;
+        }
+        logits.context("the prompt is empty").map(Some)
+    }
+}
+
+/// Non-finite logits mean a broken model or file: an error, not a token.
+fn ensure_finite(logits: &[f32]) -> Result<()> {
+    match logits.iter().position(|v| !v.is_finite()) {
+        Some(i) => bail!(
+            "the model produced a non-finite logit ({}) for token {i}",
+            logits[i]
+        ),
+        None => Ok(()),
+    }
+}
+
+/// An observer that hears nothing and never stops a turn.
+pub struct Unobserved;
+
+impl TurnObserver for Unobserved {}
