@@ -83,8 +83,11 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     let info = loop {
         match engine.recv_blocking() {
             Some(EngineEvent::Loaded { info, notices }) => {
-                for notice in notices {
-                    eprintln!("taper: {notice}");
+                // The notices are about the chat template, which --raw does not use.
+                if !args.raw {
+                    for notice in notices {
+                        eprintln!("taper: {notice}");
+                    }
                 }
                 break info;
             }
