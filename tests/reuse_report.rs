@@ -2,8 +2,8 @@
 //! assert nothing about speed): `cargo test --release --test reuse_report -- --ignored
 //! --nocapture`.
 //!
-//! - `conversation_reuse`: 20-turn conversations on both test models with the TUI's default
-//!   sampling, through the engine worker as the TUI drives it; per turn the prompt, cached and
+//! - `conversation_reuse`: 10-turn conversations on both test models under three sampling
+//!   settings, through the engine worker as the TUI drives it; per turn the prompt, cached and
 //!   generated tokens, and how much of the previous answer the cache served.
 //! - `shape_ttft` (with `TAPER_SHAPE_FILE` naming a shape-only file such as one written by
 //!   `taper bench --shape qwen3-4b --keep-shape-file`): time to first token of each turn of a
@@ -23,22 +23,61 @@ use taper::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, L
 use taper::stats::{StopReason, Usage};
 
 const QUESTIONS: [&str; 5] = [
-    "Tell me about {}.",
-    "Why does that matter for {}?",
-    "Give me a short list of facts about {}, as bullet points.",
+    "Write a short list of three facts about {}, one per line.",
+    "Why does that matter for {}? Answer in two sentences.",
+    "Give me a tiny Python function about {}, with a comment.",
     "Write two sentences about {}: one serious, one funny.",
-    "What would a child ask about {}?",
+    "Summarise what we said about {} as bullet points.",
 ];
-const TOPICS: [&str; 4] = ["the sea", "bread", "owls", "glass"];
+const TOPICS: [&str; 2] = ["the sea", "bread"];
+const TURNS: usize = 10;
 
-fn turn(engine: &mut EngineHandle, turn_id: u64, messages: &[Message]) -> (String, Usage) {
+/// The sampling settings measured: the TUI's greedy default with its repeat penalty, the
+/// default sampler with a fixed seed, and a hot top-p sampler.
+fn settings() -> Vec<(&'static str, SamplingParams)> {
+    let base = SamplingParams::default();
+    vec![
+        (
+            "temperature 0, repeat penalty 1.1",
+            SamplingParams {
+                temperature: 0.0,
+                ..base.clone()
+            },
+        ),
+        (
+            "default sampling, seed 1",
+            SamplingParams {
+                seed: Some(1),
+                ..base.clone()
+            },
+        ),
+        (
+            "temperature 1.0, top-p 0.9, seed 7",
+            SamplingParams {
+                temperature: 1.0,
+                top_k: 0,
+                top_p: 0.9,
+                min_p: 0.0,
+                seed: Some(7),
+                ..base
+            },
+        ),
+    ]
+}
+
+fn turn(
+    engine: &mut EngineHandle,
+    turn_id: u64,
+    messages: &[Message],
+    sampling: &SamplingParams,
+) -> (String, Usage) {
     engine
         .send(EngineCommand::Generate(GenerateRequest {
             turn_id,
             messages: messages.to_vec(),
             raw: false,
-            sampling: SamplingParams::default(),
-            max_tokens: 160,
+            sampling: sampling.clone(),
+            max_tokens: 96,
         }))
         .unwrap();
     let mut text = String::new();
@@ -60,6 +99,7 @@ fn conversation(file: &str) {
             model_path: common::real_model(file),
             tokenizer_json: None,
             context_size: 8192,
+            cache_type: Default::default(),
             chat_template: None,
         }))
         .unwrap();
@@ -67,39 +107,45 @@ fn conversation(file: &str) {
         engine.recv_blocking(),
         Some(EngineEvent::Loaded { .. })
     ));
-    println!("{file}\nturn  prompt  cached  generated  previous answer tokens served by the cache");
-    let mut messages = vec![];
-    let mut previous: Option<Usage> = None;
-    let (mut answer_tokens, mut served) = (0, 0);
-    for t in 0..20 {
-        let question = QUESTIONS[t % QUESTIONS.len()].replace("{}", TOPICS[t / 5]);
-        messages.push(Message::user(question));
-        let (text, usage) = turn(&mut engine, t as u64 + 1, &messages);
-        let of_answer = previous.as_ref().map(|p| {
-            let fed = match p.stop {
-                Some(StopReason::EndOfTurn) => p.generated_tokens,
-                _ => p.generated_tokens.saturating_sub(1),
-            };
-            let got = usage.cached_tokens.saturating_sub(p.prompt_tokens).min(fed);
-            answer_tokens += fed;
-            served += got;
-            format!("{got} of {fed}")
-        });
+    let mut turn_id = 0;
+    for (name, sampling) in settings() {
+        println!("{file}, {name}");
+        println!("turn  prompt  cached  generated  previous answer tokens served by the cache");
+        let mut messages = vec![];
+        let mut previous: Option<Usage> = None;
+        let (mut answer_tokens, mut served) = (0, 0);
+        for t in 0..TURNS {
+            let question = QUESTIONS[t % QUESTIONS.len()].replace("{}", TOPICS[t / 5]);
+            messages.push(Message::user(question));
+            turn_id += 1;
+            let (text, usage) = turn(&mut engine, turn_id, &messages, &sampling);
+            let of_answer = previous.as_ref().map(|p| {
+                let fed = match p.stop {
+                    Some(StopReason::EndOfTurn) => p.generated_tokens,
+                    _ => p.generated_tokens.saturating_sub(1),
+                };
+                let got = usage.cached_tokens.saturating_sub(p.prompt_tokens).min(fed);
+                answer_tokens += fed;
+                served += got;
+                format!("{got} of {fed}")
+            });
+            println!(
+                "{:>4}  {:>6}  {:>6}  {:>9}  {}",
+                t + 1,
+                usage.prompt_tokens,
+                usage.cached_tokens,
+                usage.generated_tokens,
+                of_answer.unwrap_or_default()
+            );
+            messages.push(Message::assistant(text));
+            previous = Some(usage);
+        }
         println!(
-            "{:>4}  {:>6}  {:>6}  {:>9}  {}",
-            t + 1,
-            usage.prompt_tokens,
-            usage.cached_tokens,
-            usage.generated_tokens,
-            of_answer.unwrap_or_default()
+            "{file}, {name}: {served} of {answer_tokens} previous-answer tokens served by the \
+             cache ({:.1}%)\n",
+            100.0 * served as f64 / answer_tokens.max(1) as f64
         );
-        messages.push(Message::assistant(text));
-        previous = Some(usage);
     }
-    println!(
-        "{file}: {served} of {answer_tokens} previous-answer tokens served by the cache ({:.1}%)\n",
-        100.0 * served as f64 / answer_tokens.max(1) as f64
-    );
 }
 
 #[test]

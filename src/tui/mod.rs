@@ -52,6 +52,9 @@ pub struct ChatArgs {
     /// KV-cache size in tokens, capped at the model's own context [default: 4096].
     #[arg(long = "ctx-size")]
     pub ctx_size: Option<usize>,
+    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<crate::engine::model::CacheType>,
     /// Compute threads (default: the physical cores, as `taper ask`).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -114,6 +117,7 @@ pub fn run(args: ChatArgs, config: &Config) -> Result<()> {
     };
     let context_size = args.ctx_size.unwrap_or(config.context_size());
     let mut state = State::new(settings, context_size, models_dir, Instant::now());
+    state.cache_type = args.cache_type.unwrap_or(config.cache_type());
     if let Some(session) = resumed {
         sessions::restore(&mut state, session);
         // Flags given now win over the saved settings.

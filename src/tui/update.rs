@@ -319,6 +319,7 @@ pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
         model_path: entry.path.clone(),
         tokenizer_json: entry.tokenizer.clone(),
         context_size: state.context_size,
+        cache_type: state.cache_type,
         chat_template: entry.chat_template.clone(),
     })));
     state.model.loading = Some(super::state::Loading {

@@ -175,6 +175,13 @@ impl ModelConfig {
         })
     }
 
+    /// Per layer, the head size of its own KV cache, or `None` when it reads another layer's.
+    pub fn cache_head_dims(&self) -> Result<Vec<Option<usize>>> {
+        (0..self.n_layer)
+            .map(|il| Ok((self.kv_source(il)? == il).then(|| self.layer_head_dim(il))))
+            .collect()
+    }
+
     /// Head size of layer `il`.
     pub fn layer_head_dim(&self, il: usize) -> usize {
         if self.swa_layers[il] {

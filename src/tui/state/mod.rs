@@ -85,6 +85,8 @@ pub struct State {
     pub status: Option<String>,
     /// The KV-cache size asked of every load.
     pub context_size: usize,
+    /// The KV cache's number format models are loaded with.
+    pub cache_type: crate::engine::model::CacheType,
     /// False once the engine thread has gone; nothing more can be generated.
     pub engine_alive: bool,
     pub quit: bool,
@@ -119,6 +121,7 @@ impl State {
             show_thinking: false,
             status: None,
             context_size,
+            cache_type: Default::default(),
             engine_alive: true,
             quit: false,
             last_turn_id: 0,
