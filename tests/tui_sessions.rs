@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use taper::chat::Message;
 use taper::sessions::{store, SavedStatus, Session};
 use taper::stats::StopReason;
-use taper::tui::sessions::{perform, SessionEffect};
+use taper::tui::app::files::perform;
 use taper::tui::state::{AnswerStatus, EntryBody, ListMode, Overlay};
-use taper::tui::{Effect, Msg};
+use taper::tui::{Effect, Msg, SessionEffect};
 use tui_support::*;
 
 /// A harness whose sessions go to `dir`.
