@@ -1,8 +1,7 @@
 //! Shorthands the key table is written with: combinations (`ctrl('p')`), a binding with
 //! defaults (`bind`), and the builder methods that change one default each.
 
-use super::{Binding, Combo, Context, Does, Screens, When};
-use crate::tui::keymap::{Action, SessionAction};
+use super::{Action, Binding, Combo, Context, Does, Screens, SessionAction, When};
 use crossterm::event::{KeyCode, KeyModifiers};
 
 pub(super) const fn key(code: KeyCode) -> Combo {

@@ -3,13 +3,14 @@
 //! (`keymap::action`), the `?` help overlay and the footer all read it, so what a key does
 //! and what the screen says it does cannot drift apart.
 
+mod action;
 mod build;
 mod names;
 mod table;
 
+pub use action::{Action, CopyWhat, SessionAction};
 pub use table::KEYS;
 
-use super::keymap::Action;
 use super::state::State;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

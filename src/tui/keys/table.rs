@@ -2,8 +2,8 @@
 //! them and the footer shows them. README.md's key table is the user-facing copy.
 
 use super::build::{bind, ch, ctrl, key, session_type, with};
+use super::{Action, CopyWhat, SessionAction as S};
 use super::{Binding, Combo, Context, Does, Screens, When};
-use crate::tui::keymap::{Action, CopyWhat, SessionAction as S};
 use crossterm::event::{KeyCode, KeyModifiers};
 use Context::*;
 
