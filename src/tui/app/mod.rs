@@ -6,7 +6,7 @@
 //! sleeps until input arrives; it never waits on the model.
 //!
 //! The loop owns the state and is the only caller of `update`; the effects it returns are
-//! carried out by the [`runner`] (and here, for the terminal's own), and their results come
+//! carried out by the `runner` (and here, for the terminal's own), and their results come
 //! back as messages.
 
 pub mod files;

@@ -3,9 +3,9 @@
 //! a side effect is an [`Effect`] the app performs, and its result comes back as a [`Msg`].
 //! So every behaviour is a unit test away (tests/tui_update.rs).
 //!
-//! The helpers are children of this module, each for one job: [`turn`] (asking, stopping,
-//! loading), [`engine`] (what the worker reports), [`copy`], [`downloads`], [`sessions`],
-//! and [`overlays`] (the picker, the settings form and the help).
+//! The helpers are children of this module, each for one job: `turn` (asking, stopping,
+//! loading), `engine` (what the worker reports), `copy`, `downloads`, `sessions`, and
+//! `overlays` (the picker, the settings form and the help).
 
 mod copy;
 mod downloads;
