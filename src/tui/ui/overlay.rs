@@ -4,7 +4,7 @@
 use super::theme;
 use crate::stats::human_bytes;
 use crate::tui::keys::{help_lines, HelpLine};
-use crate::tui::state::{Field, State};
+use crate::tui::state::{Field, ModelEntry, State};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
@@ -82,32 +82,8 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     let first = p.selected.saturating_sub(height.saturating_sub(1));
     let name_width = (list_area.width as usize).saturating_sub(52).max(12);
     for (i, e) in visible.iter().enumerate().skip(first).take(height) {
-        let mark = if Some(&e.path) == loaded { "●" } else { " " };
-        let text = match (&e.problem, &e.download) {
-            (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
-            (None, Some(_)) => format!(
-                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}  ⇣ download",
-                e.name,
-                e.architecture,
-                e.quantization,
-                human_bytes(e.file_size)
-            ),
-            (None, None) => format!(
-                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
-                e.name,
-                e.architecture,
-                e.quantization,
-                human_bytes(e.file_size)
-            ),
-        };
-        let style = if i == p.selected {
-            theme::selected()
-        } else if e.problem.is_some() {
-            theme::dim()
-        } else {
-            Default::default()
-        };
-        lines.push(Line::from(Span::styled(text, style)));
+        let loaded = Some(&e.path) == loaded;
+        lines.push(entry_line(e, loaded, i == p.selected, name_width));
     }
     frame.render_widget(Paragraph::new(lines), list_area);
     frame.render_widget(
@@ -117,6 +93,36 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
         )),
         hint_area,
     );
+}
+
+/// One model of the picker: name and facts, whether it must be downloaded, or its problem.
+fn entry_line(e: &ModelEntry, loaded: bool, selected: bool, name_width: usize) -> Line<'static> {
+    let mark = if loaded { "●" } else { " " };
+    let text = match (&e.problem, &e.download) {
+        (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
+        (None, Some(_)) => format!(
+            " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}  ⇣ download",
+            e.name,
+            e.architecture,
+            e.quantization,
+            human_bytes(e.file_size)
+        ),
+        (None, None) => format!(
+            " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
+            e.name,
+            e.architecture,
+            e.quantization,
+            human_bytes(e.file_size)
+        ),
+    };
+    let style = if selected {
+        theme::selected()
+    } else if e.problem.is_some() {
+        theme::dim()
+    } else {
+        Default::default()
+    };
+    Line::from(Span::styled(text, style))
 }
 
 /// Every key from the table, grouped by where it works; it scrolls when taller than the
