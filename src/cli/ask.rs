@@ -1,12 +1,14 @@
 //! `taper ask` (one streamed answer) and `taper tokenize` (token ids as JSON).
 
-use super::{resolve, set_threads, ModelArgs, SamplingArgs};
+use super::{ModelArgs, SamplingArgs};
 use crate::chat::Message;
 use crate::config::Config;
 use crate::engine::gguf::GgufHeader;
 use crate::engine::model::CacheType;
+use crate::engine::threads::set_threads;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
+use crate::models::resolve;
 use crate::stats::{self, human_bytes, Usage};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;

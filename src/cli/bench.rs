@@ -1,8 +1,9 @@
 //! `taper bench`: its flags, and turning them into the bench module's options.
 
-use super::{resolve, set_threads};
 use crate::bench;
 use crate::config::Config;
+use crate::engine::threads::set_threads;
+use crate::models::resolve;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::path::PathBuf;

@@ -14,6 +14,7 @@ pub mod prefix_cache;
 pub mod prompt;
 pub mod sampler;
 pub mod template;
+pub mod threads;
 pub mod tokenizer;
 mod worker;
 
