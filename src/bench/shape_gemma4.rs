@@ -73,6 +73,22 @@ pub(super) fn add_gemma4(b: &mut Builder) -> Result<()> {
         w.set(&key("final_logit_softcapping"), MetaValue::F32(cap as f32));
     }
 
+    per_layer_inputs(b, ple, global_head, global_rot)?;
+    for il in 0..s.layers {
+        let hd = if sliding[il] { s.head_dim } else { global_head };
+        layer(b, il, hd, ffn[il], ple, il < s.layers - shared)?;
+    }
+    Ok(())
+}
+
+/// The per-layer token inputs' table and projection, and the proportional RoPE factors.
+fn per_layer_inputs(
+    b: &mut Builder,
+    ple: usize,
+    global_head: usize,
+    global_rot: usize,
+) -> Result<()> {
+    let s = b.src.shape;
     let per_layer_total = ple * s.layers;
     let table = b.matrix_type("per_layer_token_embd", None)?;
     b.add(
@@ -95,38 +111,46 @@ pub(super) fn add_gemma4(b: &mut Builder) -> Result<()> {
     let factors = (0..pairs)
         .map(|i| if i < global_rot / 2 { 1.0 } else { 1e30 })
         .collect();
-    b.vector("rope_freqs.weight", pairs, Fill::Values(factors))?;
+    b.vector("rope_freqs.weight", pairs, Fill::Values(factors))
+}
 
-    for il in 0..s.layers {
-        let tensor = |t: &str| format!("blk.{il}.{t}");
-        let hd = if sliding[il] { s.head_dim } else { global_head };
-        let (q_width, kv_width) = (s.heads * hd, s.kv_heads * hd);
-        b.vector(&tensor("attn_norm.weight"), s.hidden, Fill::Ones)?;
-        b.dense(il, "attn_q", &[s.hidden, q_width])?;
-        b.vector(&tensor("attn_q_norm.weight"), hd, Fill::Ones)?;
-        if il < s.layers - shared {
-            b.dense(il, "attn_k", &[s.hidden, kv_width])?;
-            b.dense(il, "attn_v", &[s.hidden, kv_width])?;
-            b.vector(&tensor("attn_k_norm.weight"), hd, Fill::Ones)?;
-        }
-        b.dense(il, "attn_output", &[q_width, s.hidden])?;
-        b.vector(&tensor("post_attention_norm.weight"), s.hidden, Fill::Ones)?;
-        b.vector(&tensor("ffn_norm.weight"), s.hidden, Fill::Ones)?;
-        b.dense(il, "ffn_gate", &[s.hidden, ffn[il]])?;
-        b.dense(il, "ffn_up", &[s.hidden, ffn[il]])?;
-        b.dense(il, "ffn_down", &[ffn[il], s.hidden])?;
-        b.vector(&tensor("post_ffw_norm.weight"), s.hidden, Fill::Ones)?;
-        let gate = b.matrix_type("per_layer_inp_gate", Some(il))?;
-        b.add(
-            &tensor("inp_gate.weight"),
-            gate,
-            &[s.hidden, ple],
-            Fill::Random,
-        )?;
-        let back = b.matrix_type("per_layer_proj", Some(il))?;
-        b.add(&tensor("proj.weight"), back, &[ple, s.hidden], Fill::Random)?;
-        b.vector(&tensor("post_norm.weight"), s.hidden, Fill::Ones)?;
-        b.vector(&tensor("layer_output_scale.weight"), 1, Fill::Ones)?;
+/// The tensors of layer `il`: heads of `hd`, a feed-forward of `ffn`, K and V of its own
+/// unless it shares another layer's cache.
+fn layer(
+    b: &mut Builder,
+    il: usize,
+    hd: usize,
+    ffn: usize,
+    ple: usize,
+    own_kv: bool,
+) -> Result<()> {
+    let s = b.src.shape;
+    let tensor = |t: &str| format!("blk.{il}.{t}");
+    let (q_width, kv_width) = (s.heads * hd, s.kv_heads * hd);
+    b.vector(&tensor("attn_norm.weight"), s.hidden, Fill::Ones)?;
+    b.dense(il, "attn_q", &[s.hidden, q_width])?;
+    b.vector(&tensor("attn_q_norm.weight"), hd, Fill::Ones)?;
+    if own_kv {
+        b.dense(il, "attn_k", &[s.hidden, kv_width])?;
+        b.dense(il, "attn_v", &[s.hidden, kv_width])?;
+        b.vector(&tensor("attn_k_norm.weight"), hd, Fill::Ones)?;
     }
-    Ok(())
+    b.dense(il, "attn_output", &[q_width, s.hidden])?;
+    b.vector(&tensor("post_attention_norm.weight"), s.hidden, Fill::Ones)?;
+    b.vector(&tensor("ffn_norm.weight"), s.hidden, Fill::Ones)?;
+    b.dense(il, "ffn_gate", &[s.hidden, ffn])?;
+    b.dense(il, "ffn_up", &[s.hidden, ffn])?;
+    b.dense(il, "ffn_down", &[ffn, s.hidden])?;
+    b.vector(&tensor("post_ffw_norm.weight"), s.hidden, Fill::Ones)?;
+    let gate = b.matrix_type("per_layer_inp_gate", Some(il))?;
+    b.add(
+        &tensor("inp_gate.weight"),
+        gate,
+        &[s.hidden, ple],
+        Fill::Random,
+    )?;
+    let back = b.matrix_type("per_layer_proj", Some(il))?;
+    b.add(&tensor("proj.weight"), back, &[ple, s.hidden], Fill::Random)?;
+    b.vector(&tensor("post_norm.weight"), s.hidden, Fill::Ones)?;
+    b.vector(&tensor("layer_output_scale.weight"), 1, Fill::Ones)
 }

@@ -13,6 +13,8 @@ mod json;
 mod limits;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_python;
 
 use crate::chat::Message;
 use crate::engine::gguf::GgufHeader;

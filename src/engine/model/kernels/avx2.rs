@@ -8,6 +8,7 @@
 //! fixed-size arrays, so each load reads memory the borrow covers. Loads are unaligned
 //! (`loadu`), so there is no alignment precondition.
 
+use super::prefetch::prefetch_ahead;
 use super::{Q8Block, Q8KBlock, QK_K};
 use core::arch::x86_64::*;
 
@@ -336,8 +337,6 @@ fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
         out[r] = hsum(acc[r]);
     }
 }
-
-use super::prefetch::prefetch_ahead;
 
 macro_rules! wrapper {
     ($(#[$m:meta])* $name:ident, $imp:ident, $act:ty, $bytes:expr) => {

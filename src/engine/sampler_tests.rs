@@ -1,0 +1,169 @@
+use super::*;
+
+fn params(temperature: f32, top_k: usize, top_p: f32, min_p: f32, seed: u64) -> SamplingParams {
+    SamplingParams {
+        temperature,
+        top_k,
+        top_p,
+        min_p,
+        repeat_penalty: 1.0,
+        repeat_last_n: 64,
+        seed: Some(seed),
+    }
+}
+
+/// Logits whose softmax (at temperature 1) is the given distribution.
+fn logits_for(probs: &[f32]) -> Vec<f32> {
+    probs
+        .iter()
+        .map(|p| if *p > 0.0 { p.ln() } else { f32::NEG_INFINITY })
+        .collect()
+}
+
+fn counts(params: SamplingParams, logits: &[f32], draws: usize) -> Vec<usize> {
+    let mut sampler = Sampler::new(params);
+    let mut counts = vec![0; logits.len()];
+    for _ in 0..draws {
+        counts[sampler.sample(&mut logits.to_vec(), &[]) as usize] += 1;
+    }
+    counts
+}
+
+#[test]
+fn greedy_picks_the_argmax_and_the_lowest_id_on_ties() {
+    let mut s = Sampler::new(params(0.0, 40, 0.95, 0.05, 1));
+    assert_eq!(s.sample(&mut [0.1, 3.0, -1.0, 2.9], &[]), 1);
+    assert_eq!(s.sample(&mut [1.0, 5.0, 5.0, 2.0], &[]), 1);
+    assert_eq!(s.sample(&mut [-3.0, -1.0, -2.0], &[]), 1);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_sequence() {
+    let logits: Vec<f32> = (0..1000)
+        .map(|i| ((i * 7919) % 1000) as f32 / 200.0)
+        .collect();
+    let run = |seed| {
+        let mut s = Sampler::new(params(1.0, 0, 1.0, 0.0, seed));
+        (0..50)
+            .map(|_| s.sample(&mut logits.clone(), &[]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(run(42), run(42));
+    assert_ne!(run(42), run(43));
+}
+
+#[test]
+fn top_k_of_one_equals_greedy() {
+    let logits: Vec<f32> = (0..5000).map(|i| ((i * 31) % 977) as f32 / 100.0).collect();
+    let expected = argmax(&logits);
+    let mut s = Sampler::new(params(1.5, 1, 1.0, 0.0, 7));
+    for _ in 0..100 {
+        assert_eq!(s.sample(&mut logits.clone(), &[]), expected);
+    }
+}
+
+#[test]
+fn top_k_never_draws_outside_the_k_best() {
+    let logits = logits_for(&[0.05, 0.3, 0.05, 0.25, 0.05, 0.3]);
+    let c = counts(params(1.0, 3, 1.0, 0.0, 3), &logits, 3000);
+    assert_eq!((c[0], c[2], c[4]), (0, 0, 0), "{c:?}");
+    assert!(c[1] > 500 && c[3] > 500 && c[5] > 500, "{c:?}");
+}
+
+#[test]
+fn min_p_excludes_tokens_far_below_the_best() {
+    // Relative to the best (0.5): 0.3 and 0.15 pass min_p = 0.25, 0.05 does not.
+    let logits = logits_for(&[0.5, 0.3, 0.15, 0.05]);
+    let c = counts(params(1.0, 0, 1.0, 0.25, 11), &logits, 4000);
+    assert_eq!(c[3], 0, "{c:?}");
+    assert!(c[0] > 1500 && c[1] > 800 && c[2] > 300, "{c:?}");
+}
+
+#[test]
+fn top_p_keeps_the_smallest_set_reaching_p() {
+    // 0.5 + 0.3 = 0.8 reaches top_p = 0.75: the rest is excluded.
+    let logits = logits_for(&[0.3, 0.1, 0.5, 0.06, 0.04]);
+    let c = counts(params(1.0, 0, 0.75, 0.0, 5), &logits, 4000);
+    assert_eq!((c[1], c[3], c[4]), (0, 0, 0), "{c:?}");
+    // Renormalized to 5/8 and 3/8.
+    assert!(
+        (2200..2800).contains(&c[2]) && (1200..1800).contains(&c[0]),
+        "{c:?}"
+    );
+    // A tiny top_p still keeps the best token.
+    let c = counts(params(1.0, 0, 0.0, 0.0, 5), &logits, 100);
+    assert_eq!(c[2], 100);
+}
+
+#[test]
+fn low_temperature_sharpens_the_distribution() {
+    let logits = logits_for(&[0.6, 0.4]);
+    let c = counts(params(0.1, 0, 1.0, 0.0, 9), &logits, 2000);
+    // (0.6/0.4)^10 ≈ 57.7 : 1, so token 1 gets about 34 of 2000.
+    assert!(c[1] < 100, "{c:?}");
+}
+
+#[test]
+fn repeat_penalty_divides_positive_and_multiplies_negative_logits_once_per_token() {
+    let mut logits = vec![2.0, -2.0, 1.0, 0.5];
+    let mut scratch = Vec::new();
+    apply_repeat_penalty(&mut logits, &[0, 1, 0, 0, 9999], 2.0, &mut scratch);
+    assert_eq!(logits, vec![1.0, -4.0, 1.0, 0.5]);
+}
+
+#[test]
+fn repeat_penalty_only_looks_at_the_last_n_tokens() {
+    let mut p = params(0.0, 0, 1.0, 0.0, 1);
+    p.repeat_penalty = 4.0;
+    p.repeat_last_n = 2;
+    let mut s = Sampler::new(p);
+    // Token 0 is penalized (2.0 → 0.5) and token 1 (1.0) wins; token 2 is too old.
+    let mut logits = vec![2.0, 1.0, 0.9];
+    assert_eq!(s.sample(&mut logits, &[2, 0, 0]), 1);
+    assert_eq!(logits, vec![0.5, 1.0, 0.9]);
+}
+
+#[test]
+fn nan_and_infinite_logits_do_not_panic() {
+    let cases: [Vec<f32>; 5] = [
+        vec![f32::NAN; 4],
+        vec![f32::NAN, 1.0, f32::NAN, 0.5],
+        vec![f32::NEG_INFINITY; 3],
+        vec![0.0, f32::INFINITY, 1.0],
+        vec![],
+    ];
+    for temperature in [0.0, 0.8] {
+        for top_k in [0, 2] {
+            for logits in &cases {
+                let mut s = Sampler::new(params(temperature, top_k, 0.9, 0.05, 1));
+                let id = s.sample(&mut logits.clone(), &[0, 1]);
+                assert!(logits.is_empty() || (id as usize) < logits.len());
+            }
+        }
+    }
+    let mut s = Sampler::new(params(0.8, 0, 1.0, 0.0, 1));
+    assert_eq!(s.sample(&mut [f32::NAN, 1.0, f32::NAN], &[]), 1);
+    assert_eq!(s.sample(&mut [0.0, f32::INFINITY, 1.0], &[]), 1);
+}
+
+#[test]
+fn a_large_vocabulary_with_top_k_is_fast_enough() {
+    let logits: Vec<f32> = (0..262_144u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 8) as f32 / 1e6)
+        .collect();
+    let mut s = Sampler::new(SamplingParams {
+        seed: Some(1),
+        ..SamplingParams::default()
+    });
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        s.sample(&mut logits.clone(), &[1, 2, 3]);
+    }
+    // Generous: about 1 ms per call in release builds; this only catches a full sort
+    // or quadratic behaviour in debug builds too.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
