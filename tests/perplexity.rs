@@ -14,16 +14,16 @@ const TEXT: &str = "/usr/share/common-licenses/GPL-3";
 const CTX: &str = "128";
 const CHUNKS: &str = "3";
 
-/// Largest mean KLD of any kernel path against the default path's base file, measured on
-/// this input (ctx 128, 3 windows of GPL-3; the runs are deterministic) with a margin of
-/// 1.5x: 0.0067 at most (README, "Perplexity and KL divergence"). Every path quantizes
-/// activations to 8 bits like ggml, but sums in its own order; a one-ulp difference that
-/// flips one rounding of an activation grows, layer after layer, into a different sample
-/// of the activation-quantization noise. So the paths differ by that noise, not by ulps.
-const KERNEL_KLD_LIMIT: f64 = 0.01;
+/// Largest mean KLD of a kernel path against the default path's base file, measured on this
+/// input (ctx 128, the first window of GPL-3; the runs are deterministic): 0.0093 (Gemma 3,
+/// avx2), with a margin of 1.6x. Every path quantizes activations to 8 bits like ggml but
+/// sums in its own order; a one-ulp difference that flips one rounding of an activation
+/// grows, layer after layer, into another sample of the activation-quantization noise, so
+/// the paths differ by that noise, not by ulps (README, "Perplexity and KL divergence").
+const KERNEL_KLD_LIMIT: f64 = 0.015;
 /// Least share of positions where a kernel path picks the default path's top token
-/// (measured: 94.2% for candle's, 95.8% for ours).
-const KERNEL_SAME_TOP_LIMIT: f64 = 0.92;
+/// (measured: 93.7%, SmolLM2 avx2).
+const KERNEL_SAME_TOP_LIMIT: f64 = 0.90;
 
 fn taper(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_taper"));
@@ -34,8 +34,12 @@ fn taper(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("run taper")
 }
 
-/// A successful run's JSON record.
+/// A successful run's JSON record, over the first `CHUNKS` windows.
 fn json_run(model: &Path, extra: &[&str], env: &[(&str, &str)]) -> Value {
+    json_run_over(model, CHUNKS, extra, env)
+}
+
+fn json_run_over(model: &Path, chunks: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
     let model = model.to_str().expect("utf-8 path");
     let mut args = vec![
         "-m",
@@ -44,7 +48,7 @@ fn json_run(model: &Path, extra: &[&str], env: &[(&str, &str)]) -> Value {
         "--ctx-size",
         CTX,
         "--chunks",
-        CHUNKS,
+        chunks,
         "--json",
     ];
     args.extend_from_slice(extra);
@@ -130,18 +134,26 @@ fn a_model_against_its_own_base_file_has_no_divergence() {
 
 #[test]
 fn every_kernel_path_is_close_to_the_default_path() {
+    // One window: the scalar path takes seconds a window on Gemma's 262144-token vocabulary.
     for file in [SMOLLM2, GEMMA3] {
         let model = real_model(file);
         let dir = tempfile::tempdir().expect("tempdir");
-        let (base, _) = write_base(&model, dir.path(), &[]);
-        for kernels in ["scalar", "avx2", "candle", "best"] {
-            let v = kld_run(&model, &base, &[("TAPER_KERNELS", kernels)]);
+        let base = dir.path().join("base.kld");
+        let base_arg = base.to_str().expect("utf-8 path");
+        json_run_over(&model, "1", &["--kl-divergence-base", base_arg], &[]);
+        for kernels in ["scalar", "avx2", "default"] {
+            let kld_args = ["--kl-divergence-base", base_arg, "--kl-divergence"];
+            let env = [("TAPER_KERNELS", kernels)];
+            let v = json_run_over(&model, "1", &kld_args, &env);
             let kld = &v["kl_divergence"];
             let mean = kld["kld"]["value"].as_f64().expect("kld");
-            eprintln!("{file} {kernels}: {kld}");
-            assert!(mean.abs() < KERNEL_KLD_LIMIT, "{file} {kernels}: {kld}");
             let same = kld["same_top"]["value"].as_f64().expect("same top");
+            eprintln!("{file} {kernels}: KLD {mean:.6}, same top {same:.4}");
+            assert!(mean.abs() < KERNEL_KLD_LIMIT, "{file} {kernels}: {kld}");
             assert!(same > KERNEL_SAME_TOP_LIMIT, "{file} {kernels}: {kld}");
+            if kernels == "default" {
+                assert!(mean.abs() < 1e-5 && same == 1.0, "{file}: {kld}");
+            }
         }
     }
 }
