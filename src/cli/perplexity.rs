@@ -74,7 +74,8 @@ pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
     let (model_text, model) = model::load_beside(&header, n_ctx, || {
         ModelText::load(&header, tokenizer_json.as_deref(), None)
     });
-    let (model_text, mut model) = (model_text?, model?);
+    let (mut model_text, mut model) = (model_text?, model?);
+    model_text.tokenizer.read_specials_as_text();
     let tokens = model_text.raw_ids(&text)?;
     let windows = match &base {
         Some(base) => base_windows(base, &tokens, args.chunks, &args.file)?,
@@ -83,19 +84,13 @@ pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
     let tokenizer = &model_text.tokenizer;
     let bos = tokenizer.add_bos().then(|| tokenizer.bos_id()).flatten();
     let mut scoring = scoring_for(&args, base, windows, vocab, &tokens)?;
-    eprintln!(
-        "taper perplexity: {} tokens, {} windows of {n_ctx}, {} positions scored",
-        tokens.len(),
-        windows.n_chunk,
-        windows.scored()
-    );
     let mut cache = PrefixCache::default();
     let mut generator = Generator {
         model: model.as_mut(),
         cache: &mut cache,
         tokenizer: Some(tokenizer),
     };
-    let mut progress = Progress::new(windows.n_chunk)?;
+    let mut progress = Progress::new(windows, tokens.len())?;
     evaluate(
         &mut generator,
         &tokens,
@@ -153,7 +148,8 @@ fn base_path(args: &PerplexityArgs, read: bool) -> Option<String> {
     (args.kl_divergence == read).then(|| path.display().to_string())
 }
 
-/// The text file, refused with a sentence when it is missing, empty or not text.
+/// The text file, refused with a sentence when it is missing, empty or not text; one final
+/// newline dropped.
 fn read_text(path: &Path) -> Result<String> {
     let shown = path.display();
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
@@ -163,7 +159,14 @@ fn read_text(path: &Path) -> Result<String> {
     if bytes.contains(&0) {
         bail!("{shown} is not a text file (it holds binary data)");
     }
-    String::from_utf8(bytes).map_err(|_| anyhow!("{shown} is not a text file (it is not UTF-8)"))
+    let mut text = String::from_utf8(bytes)
+        .map_err(|_| anyhow!("{shown} is not a text file (it is not UTF-8)"))?;
+    // llama-perplexity drops one final newline of the file it reads; so do we, for the same
+    // tokens.
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    Ok(text)
 }
 
 /// The window: the base file's when one is read (a different --ctx-size is an error), else
@@ -222,7 +225,14 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(total: usize) -> Result<Self> {
+    fn new(windows: Windows, tokens: usize) -> Result<Self> {
+        let total = windows.n_chunk;
+        eprintln!(
+            "taper perplexity: {tokens} tokens, {total} window{} of {}, {} positions scored",
+            if total == 1 { "" } else { "s" },
+            windows.n_ctx,
+            windows.scored()
+        );
         let bar = if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total as u64);
             let style = ProgressStyle::with_template(
