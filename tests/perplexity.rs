@@ -8,6 +8,10 @@ use common::{real_model, GEMMA3, SMOLLM2};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use taper::engine::generation::{Generator, Unobserved};
+use taper::engine::gguf::GgufHeader;
+use taper::engine::model;
+use taper::engine::prefix_cache::PrefixCache;
 
 const TEXT: &str = "/usr/share/common-licenses/GPL-3";
 /// Small windows and few of them: each run takes seconds.
@@ -225,4 +229,37 @@ fn bad_texts_are_refused_with_a_sentence() {
     assert!(err.contains("more than the model's context"), "{err}");
     let err = failure(&["-m", smol_arg, TEXT, "--ctx-size", "2"]);
     assert!(err.contains("at least 4"), "{err}");
+}
+
+#[test]
+fn window_logits_come_in_passes_equal_to_one_forward_of_every_row() {
+    // Gemma's vocabulary makes the passes with logits 64 rows long: 150 rows take three.
+    let header = GgufHeader::read(&real_model(GEMMA3)).expect("header");
+    let mut m = model::load(&header, 256).expect("model");
+    let vocab = m.config().vocab_size;
+    let tokens: Vec<u32> = (0..200).map(|i| (i * 7919 % 20000 + 100) as u32).collect();
+    let whole = m.forward(&tokens, true).expect("forward");
+    let mut cache = PrefixCache::default();
+    let mut generator = Generator {
+        model: m.as_mut(),
+        cache: &mut cache,
+        tokenizer: None,
+    };
+    let (mut rows, mut passes) = (Vec::new(), 0);
+    let done = generator
+        .prefill_fresh_all_logits(&tokens, 50, &mut Unobserved, &mut |logits| {
+            rows.extend_from_slice(logits);
+            passes += 1;
+            Ok(())
+        })
+        .expect("window");
+    assert!(done);
+    assert_eq!(passes, 3);
+    assert_eq!(rows.len(), 150 * vocab);
+    // Bit for bit: the kernels are batch-invariant.
+    assert!(
+        rows == whole[50 * vocab..],
+        "rows differ from one forward pass"
+    );
+    assert_eq!(generator.cache.tokens(), &tokens[..]);
 }
