@@ -1,6 +1,7 @@
 //! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
 //! (command-line flags override the file, the file overrides the defaults).
 
+use crate::engine::model::CacheType;
 use crate::engine::sampler::SamplingParams;
 use anyhow::{anyhow, Result};
 use serde::Deserialize;
@@ -15,6 +16,8 @@ pub struct Config {
     pub default_model: Option<String>,
     pub system_prompt: Option<String>,
     pub context_size: Option<usize>,
+    /// The KV cache's number format: f16 (the default), q8_0 or f32.
+    pub cache_type: Option<CacheType>,
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
     pub models_dir: Option<PathBuf>,
@@ -129,6 +132,10 @@ impl Config {
             repeat_last_n: s.repeat_last_n.unwrap_or(d.repeat_last_n),
             seed: s.seed.or(d.seed),
         }
+    }
+
+    pub fn cache_type(&self) -> CacheType {
+        self.cache_type.unwrap_or_default()
     }
 
     pub fn context_size(&self) -> usize {

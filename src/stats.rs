@@ -105,6 +105,20 @@ fn proc_status_kib(field: &str) -> Option<u64> {
         .ok()
 }
 
+/// Memory the system can give a new allocation without swapping (`MemAvailable`, Linux; None
+/// elsewhere).
+pub fn available_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line["MemAvailable:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
 /// `1.5 GB`-style sizes for people.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];

@@ -66,9 +66,19 @@ fn settings() -> Vec<(&'static str, SamplingParams)> {
     ]
 }
 
-/// How many of an answer's ids the next prompt can keep: all of them, or (under a template
-/// that trims contents) those before its trailing white space.
-fn ids_the_template_keeps(text: &ModelText, ids: &[u32], answer: &str) -> usize {
+/// How many of an answer's ids the next prompt can keep: all of them when the template
+/// places the answer as it is; under a template that trims contents (Gemma's), those before
+/// its trailing white space, or none when it trimmed leading white space too (the ids after
+/// it then follow other tokens than in the cache).
+fn ids_the_template_keeps(text: &ModelText, messages: &[Message], ids: &[u32]) -> usize {
+    let answer = &messages.last().unwrap().content;
+    let rendered = text.template.render(messages, true, "", "").unwrap();
+    if rendered.contains(answer.as_str()) {
+        return ids.len();
+    }
+    if answer.trim_start().len() != answer.len() {
+        return 0;
+    }
     let kept = answer.trim_end().len();
     let mut spelled = 0;
     ids.iter()
@@ -90,7 +100,7 @@ fn check(file: &str) {
         model.truncate_cache(0);
         let mut answers = AnswerIds::default();
         let mut messages = vec![];
-        let mut previous: Option<(usize, Vec<u32>, StopReason, String)> = None;
+        let mut previous: Option<(usize, Vec<u32>, StopReason)> = None;
         for (turn, question) in QUESTIONS.iter().enumerate() {
             messages.push(Message::user(*question));
             let prompt = text.chat_ids(&messages, &answers).unwrap();
@@ -100,10 +110,10 @@ fn check(file: &str) {
                 stop_at_end_of_turn: true,
             };
 
-            if let Some((prompt_len, ids, stop, answer)) = &previous {
+            if let Some((prompt_len, ids, stop)) = &previous {
                 // What the cache holds, and the logits of the first new token, both as a fresh
                 // prefill of the same ids would have them.
-                let kept = ids_the_template_keeps(&text, ids, answer);
+                let kept = ids_the_template_keeps(&text, &messages[..messages.len() - 1], ids);
                 let in_cache = if *stop == StopReason::EndOfTurn || kept < ids.len() {
                     kept
                 } else {
@@ -149,7 +159,7 @@ fn check(file: &str) {
             answers.record(&outcome.text, &outcome.ids);
             messages.push(Message::assistant(outcome.text.clone()));
             let stop = outcome.usage.stop.unwrap();
-            previous = Some((prompt.len(), outcome.ids, stop, outcome.text));
+            previous = Some((prompt.len(), outcome.ids, stop));
         }
     }
     eprintln!("{file}: {reused_answer_tokens} of {answer_tokens} answer tokens reused");

@@ -23,6 +23,7 @@ fn engine_with(file: &str, context_size: usize) -> EngineHandle {
             model_path: common::real_model(file),
             tokenizer_json: None,
             context_size,
+            cache_type: Default::default(),
             chat_template: None,
         }))
         .unwrap();

@@ -79,7 +79,7 @@ fn carry_out(engine: &EngineHandle, effects: Vec<Effect>) {
             Effect::Send(command) => engine.send(command).expect("the engine takes commands"),
             Effect::Cancel(turn_id) => engine.cancel(turn_id),
             Effect::Session(save) => {
-                taper::tui::sessions::perform(save);
+                taper::tui::app::files::perform(save);
             }
             Effect::ScanModels | Effect::Redraw => {}
             other => panic!("unexpected effect in a chat: {other:?}"),

@@ -19,15 +19,16 @@ const CTX: &str = "128";
 const CHUNKS: &str = "3";
 
 /// Largest mean KLD of a kernel path against the default path's base file, measured on this
-/// input (ctx 128, the first window of GPL-3; the runs are deterministic): 0.0093 (Gemma 3,
-/// avx2), with a margin of 1.6x. Every path quantizes activations to 8 bits like ggml but
-/// sums in its own order; a one-ulp difference that flips one rounding of an activation
-/// grows, layer after layer, into another sample of the activation-quantization noise, so
-/// the paths differ by that noise, not by ulps (README, "Perplexity and KL divergence").
-const KERNEL_KLD_LIMIT: f64 = 0.015;
+/// input (ctx 128, the first window of GPL-3; the runs are deterministic): 0.0136 (Gemma 3,
+/// scalar, f16 KV cache), with a margin of 1.5x. Every path quantizes activations to 8 bits
+/// like ggml but sums in its own order; a one-ulp difference that flips one rounding of an
+/// activation grows, layer after layer, into another sample of the activation-quantization
+/// noise, so the paths differ by that noise, not by ulps (README, "Perplexity and KL
+/// divergence").
+const KERNEL_KLD_LIMIT: f64 = 0.02;
 /// Least share of positions where a kernel path picks the default path's top token
-/// (measured: 93.7%, SmolLM2 avx2).
-const KERNEL_SAME_TOP_LIMIT: f64 = 0.90;
+/// (measured: 92.1%, SmolLM2 scalar and avx2).
+const KERNEL_SAME_TOP_LIMIT: f64 = 0.88;
 
 fn taper(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_taper"));

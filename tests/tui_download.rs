@@ -88,7 +88,17 @@ fn a_finished_download_loads_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("Qwen3-0.6B-Q4_K_M.gguf");
     std::fs::write(&path, b"not really a model").unwrap();
+    // The header is read by the app (off the UI thread), not by `update`.
     let fx = h.send(Msg::Downloaded(path.clone()));
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::ReadHeader(p) if *p == path)),
+        "{fx:?}"
+    );
+    assert!(!fx
+        .iter()
+        .any(|e| matches!(e, Effect::Send(EngineCommand::Load(_)))));
+    let fx = h.send(Msg::HeaderRead(taper::tui::scan::describe(&path)));
     let load = fx.iter().find_map(|e| match e {
         Effect::Send(EngineCommand::Load(l)) => Some(l),
         _ => None,
@@ -138,4 +148,18 @@ fn the_stats_panel_shows_a_download_gauge_with_bytes() {
     assert!(screen.contains("downloading qwen3-0.6b"), "{screen}");
     assert!(screen.contains("50% · "), "{screen}");
     assert!(screen.contains("stop download"), "{screen}");
+}
+
+#[test]
+fn a_header_for_another_file_loads_nothing() {
+    let mut h = Harness::with_model();
+    pick(&mut h);
+    h.send(Msg::Downloaded("/cache/Qwen3-0.6B-Q4_K_M.gguf".into()));
+    let other = entry("other", "llama", "Q4_0", 1);
+    let fx = h.send(Msg::HeaderRead(other));
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(
+        h.state.model.download.is_some(),
+        "still waiting for its own header"
+    );
 }

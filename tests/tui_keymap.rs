@@ -3,7 +3,8 @@
 mod tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use taper::tui::keymap::{action, footer, Action, HELP};
+use taper::tui::keymap::{action, footer, Action};
+use taper::tui::keys::{help_lines, HelpLine};
 use taper::tui::state::Overlay;
 use tui_support::*;
 
@@ -144,9 +145,12 @@ fn key_releases_are_ignored() {
 
 #[test]
 fn the_help_lists_every_chat_shortcut() {
-    let listed: String = HELP
-        .iter()
-        .map(|(_, keys, _)| *keys)
+    let listed: String = help_lines()
+        .into_iter()
+        .filter_map(|line| match line {
+            HelpLine::Key { keys, .. } => Some(keys),
+            _ => None,
+        })
         .collect::<Vec<_>>()
         .join(" ");
     for key in [
@@ -177,7 +181,7 @@ fn the_help_lists_every_chat_shortcut() {
 fn the_footer_shows_stop_while_answering_and_the_picker_key_when_no_model() {
     let mut h = chat();
     h.ask("Hi");
-    assert_eq!(footer(&h.state)[0], ("Esc", "stop"));
+    assert_eq!(footer(&h.state)[0], ("Esc".to_string(), "stop"));
     let h = Harness::empty();
-    assert!(footer(&h.state).iter().any(|(k, _)| *k == "Ctrl+P"));
+    assert!(footer(&h.state).iter().any(|(k, _)| k == "Ctrl+P"));
 }

@@ -1,5 +1,5 @@
 //! Saved conversations in the TUI, driven through `update` as in tui_update.rs; the file
-//! effects are carried out for real (`sessions::perform`) in a temporary directory and what
+//! effects are carried out for real (`app::files::perform`) in a temporary directory and what
 //! they report is fed back. Autosave after a finished and a stopped answer, resume, the
 //! sessions list's rename and delete (each behind its own step), export and clipboard copy.
 
@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use taper::chat::Message;
 use taper::sessions::{store, SavedStatus, Session};
 use taper::stats::StopReason;
-use taper::tui::sessions::{perform, SessionEffect};
+use taper::tui::app::files::perform;
 use taper::tui::state::{AnswerStatus, EntryBody, ListMode, Overlay};
-use taper::tui::{Effect, Msg};
+use taper::tui::{Effect, Msg, SessionEffect};
 use tui_support::*;
 
 /// A harness whose sessions go to `dir`.

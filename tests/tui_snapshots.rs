@@ -233,9 +233,7 @@ fn sessions_list() {
             sort_time: 1_795_870_800,
         },
     ];
-    h.send(Msg::Session(taper::tui::sessions::SessionMsg::Listed(
-        entries,
-    )));
+    h.send(Msg::Session(taper::tui::SessionMsg::Listed(entries)));
     h.send(key(KeyCode::Down));
     memory(&mut h);
     let terminal = draw(&mut h, 120, 30);

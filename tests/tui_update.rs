@@ -8,8 +8,8 @@ use crossterm::event::KeyCode;
 use taper::chat::{Message, Role};
 use taper::engine::{EngineCommand, EngineEvent};
 use taper::stats::StopReason;
-use taper::tui::sessions::SessionEffect;
 use taper::tui::state::{AnswerStatus, EntryBody, NoticeLevel, Overlay};
+use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
 use tui_support::*;
 
@@ -145,7 +145,7 @@ fn escape_cancels_the_turn_and_keeps_the_partial_answer_marked_stopped() {
     // Cancelled, and the partial answer saved.
     assert!(matches!(
         fx.as_slice(),
-        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. })] if *t == turn
+        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. }), ..] if *t == turn
     ));
     assert!(!h.state.generating());
     assert_eq!(answers(&h)[0].1, "Once upon");
@@ -302,7 +302,7 @@ fn new_conversation_clears_the_history_and_cancels_any_answer() {
     // The conversation as it stood is saved before it goes.
     assert!(matches!(
         fx.as_slice(),
-        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. })] if *t == turn
+        [Effect::Cancel(t), Effect::Session(SessionEffect::Save { .. }), ..] if *t == turn
     ));
     assert!(h.state.conversation.entries.is_empty());
     let next = h.ask("Fresh start");

@@ -12,10 +12,10 @@
 //! Peak memory is reset (Linux) before each run, so a run's peak is its own model's.
 
 use super::prompt::{self, SHAPE_ONLY_CHAT_TOKENS};
-use super::summary::{quarter_rates, ModelReport, PrefillFigure, RunFigures};
+use super::summary::{quarter_rates, DepthFigure, ModelReport, PrefillFigure, RunFigures};
 use crate::engine::generation::{Generator, TurnObserver, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, ModelConfig};
+use crate::engine::model::{self, CacheType, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
 use crate::engine::sampler::SamplingParams;
@@ -34,6 +34,9 @@ pub struct MeasureOptions {
     pub gen_tokens: usize,
     /// KV-cache size asked for; raised to what the prompts need, capped at the model's.
     pub context_size: usize,
+    pub cache_type: CacheType,
+    /// Depths at which prefill and the decode after it are measured too.
+    pub depths: Vec<usize>,
 }
 
 /// Token ids that do not change between runs: tokenized once, outside the timings.
@@ -41,6 +44,8 @@ struct Prompts {
     /// Some for shape-only files (fixed ids); None when the real chat prompt is timed.
     chat_ids: Option<Vec<u32>>,
     passages: Vec<Vec<u32>>,
+    /// One per `--depth`, exactly that long.
+    depths: Vec<Vec<u32>>,
 }
 
 /// Measures the model at `path` with the threads this process computes with.
@@ -50,32 +55,39 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         ModelConfig::from_header(&header).with_context(|| format!("{}", opts.path.display()))?;
     let shape_only = header.get_str("tokenizer.ggml.model") == Some("no_vocab");
     let longest_prompt = opts.prompt_tokens.iter().copied().max().unwrap_or(0);
+    let deepest = opts.depths.iter().copied().max().unwrap_or(0);
     let (prompts, chat_len) = if shape_only {
-        let passages = opts
-            .prompt_tokens
-            .iter()
-            .map(|&n| prompt::synthetic_ids(n, config.vocab_size))
-            .collect();
+        let ids = |lengths: &[usize]| {
+            lengths
+                .iter()
+                .map(|&n| prompt::synthetic_ids(n, config.vocab_size))
+                .collect()
+        };
         let chat = prompt::synthetic_ids(SHAPE_ONLY_CHAT_TOKENS, config.vocab_size);
         let prompts = Prompts {
             chat_ids: Some(chat),
-            passages,
+            passages: ids(&opts.prompt_tokens),
+            depths: ids(&opts.depths),
         };
         (prompts, SHAPE_ONLY_CHAT_TOKENS)
     } else {
         let text = ModelText::load(&header, None, None)?;
-        let passages = opts
-            .prompt_tokens
-            .iter()
-            .map(|&n| prompt::passage_prompt(&text, n))
-            .collect::<Result<_>>()?;
+        let passages = |lengths: &[usize]| {
+            lengths
+                .iter()
+                .map(|&n| prompt::passage_prompt(&text, n))
+                .collect::<Result<_>>()
+        };
         let prompts = Prompts {
             chat_ids: None,
-            passages,
+            passages: passages(&opts.prompt_tokens)?,
+            depths: passages(&opts.depths)?,
         };
         (prompts, prompt::chat_prompt(&text)?.len())
     };
-    let needed = longest_prompt.max(chat_len + opts.gen_tokens);
+    let needed = longest_prompt
+        .max(chat_len + opts.gen_tokens)
+        .max(deepest + opts.gen_tokens);
     if needed > config.context_length {
         bail!(
             "{}: the bench needs {needed} positions of context, more than the model's {}",
@@ -106,6 +118,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         file_size_bytes: header.file_size,
         threads: crate::engine::compute_threads(),
         context_size: model::effective_context(context_size, &config),
+        cache_type: opts.cache_type,
         ttft_prompt_tokens,
         warmup_runs: WARMUP_RUNS,
         runs,
@@ -125,7 +138,11 @@ fn one_run(
     let started = Instant::now();
     let header = GgufHeader::read(&opts.path)?;
     // As the app loads: the tokenizer on its own thread while the weights load.
-    let (text, model) = model::load_beside(&header, context_size, || {
+    let cache = model::CacheOptions {
+        context: context_size,
+        cache_type: opts.cache_type,
+    };
+    let (text, model) = model::load_beside(&header, cache, || {
         (!shape_only)
             .then(|| ModelText::load(&header, None, None))
             .transpose()
@@ -172,6 +189,11 @@ fn one_run(
             tok_s: run.prefill_tok_s(),
         });
     }
+    let depths = prompts
+        .depths
+        .iter()
+        .map(|ids| at_depth(&mut generator, ids, &options))
+        .collect::<Result<_>>()?;
     let peak_rss_bytes = stats::peak_rss_bytes().unwrap_or(0);
     drop(model);
     let figures = RunFigures {
@@ -182,9 +204,25 @@ fn one_run(
         decode_tok_s_first_quarter: first_quarter,
         decode_tok_s_last_quarter: last_quarter,
         generated_tokens: usage.generated_tokens,
+        depths,
         peak_rss_bytes,
     };
     Ok((figures, chat.len()))
+}
+
+/// Prefill of `ids` on an empty cache, then greedy decoding right after it.
+fn at_depth(generator: &mut Generator, ids: &[u32], options: &TurnOptions) -> Result<DepthFigure> {
+    generator.model.truncate_cache(0);
+    generator.cache.clear();
+    let mut clock = StepClock::default();
+    let usage = generator
+        .run(ids, options, Instant::now(), &mut clock)?
+        .usage;
+    Ok(DepthFigure {
+        depth: ids.len(),
+        prefill_tok_s: usage.prefill_tok_s(),
+        decode_tok_s: stats::steps_tok_s(&clock.steps),
+    })
 }
 
 /// The time of every decode step: from one sampled token to the next (a forward pass and a

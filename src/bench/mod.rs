@@ -23,6 +23,7 @@ mod shape_gemma4;
 pub mod summary;
 
 use crate::catalog::CatalogEntry;
+use crate::engine::model::CacheType;
 use crate::stats::{human_bytes, secs};
 use anyhow::{anyhow, bail, Context, Result};
 use report::Settings;
@@ -57,6 +58,9 @@ pub struct BenchOptions {
     pub prompt_tokens: Vec<usize>,
     pub gen_tokens: usize,
     pub context_size: usize,
+    pub cache_type: CacheType,
+    /// Depths at which prefill and decode are measured as well (none: not measured).
+    pub depths: Vec<usize>,
     pub format: Format,
     /// Keep shape-only files here (a file, or a directory for several) instead of a temp dir.
     pub keep_shape_file: Option<PathBuf>,
@@ -69,6 +73,9 @@ impl BenchOptions {
         }
         if self.gen_tokens < 2 {
             bail!("--gen-tokens must be at least 2 (decode speed is timed after the first token)");
+        }
+        if self.depths.contains(&0) {
+            bail!("--depth needs depths of at least 1 token (depth 0 is the plain decode column)");
         }
         if self.prompt_tokens.is_empty() || self.prompt_tokens.contains(&0) {
             bail!("--prompt-tokens needs one or more lengths of at least 1 token");
@@ -103,6 +110,7 @@ impl BenchOptions {
             warmup_runs: measure::WARMUP_RUNS,
             prompt_tokens: self.prompt_tokens.clone(),
             gen_tokens: self.gen_tokens,
+            depths: self.depths.clone(),
         }
     }
 }
@@ -221,7 +229,12 @@ fn measure_in_child(
         .args(["--runs", &opts.runs.to_string()])
         .args(["--prompt-tokens", &lengths.join(",")])
         .args(["--gen-tokens", &opts.gen_tokens.to_string()])
-        .args(["--ctx-size", &opts.context_size.to_string()]);
+        .args(["--ctx-size", &opts.context_size.to_string()])
+        .args(["--cache-type", &opts.cache_type.to_string()]);
+    if !opts.depths.is_empty() {
+        let depths: Vec<String> = opts.depths.iter().map(usize::to_string).collect();
+        cmd.args(["--depth", &depths.join(",")]);
+    }
     if let Some(n) = threads {
         cmd.args(["--threads", &n.to_string()]);
     }

@@ -15,6 +15,7 @@ pub struct Settings {
     pub warmup_runs: usize,
     pub prompt_tokens: Vec<usize>,
     pub gen_tokens: usize,
+    pub depths: Vec<usize>,
 }
 
 pub fn json(records: &[BenchRecord]) -> Result<String> {
@@ -68,6 +69,7 @@ fn cells(r: &BenchRecord, settings: &Settings) -> Vec<String> {
         r.model.clone(),
         r.threads.to_string(),
         human_bytes(r.file_size_bytes),
+        r.cache_type.to_string(),
         with_range(r.spread_of(|x| x.load_s)),
         with_range(r.spread_of(|x| x.ttft_ms)),
     ];
@@ -80,12 +82,16 @@ fn cells(r: &BenchRecord, settings: &Settings) -> Vec<String> {
         number(r.decode_tok_s_first_quarter),
         number(r.decode_tok_s_last_quarter)
     ));
+    for &depth in &settings.depths {
+        row.push(with_range(r.depth_spread(depth, |d| d.prefill_tok_s)));
+        row.push(with_range(r.depth_spread(depth, |d| d.decode_tok_s)));
+    }
     row.push(human_bytes(r.peak_rss_bytes));
     row
 }
 
 fn headers(settings: &Settings) -> Vec<String> {
-    let mut h: Vec<String> = ["model", "threads", "file", "load s", "TTFT ms"]
+    let mut h: Vec<String> = ["model", "threads", "file", "KV", "load s", "TTFT ms"]
         .map(String::from)
         .to_vec();
     for n in &settings.prompt_tokens {
@@ -93,14 +99,28 @@ fn headers(settings: &Settings) -> Vec<String> {
     }
     h.push("decode tok/s".into());
     h.push("decode ¼ first → last".into());
+    for depth in &settings.depths {
+        h.push(format!("prefill {depth} tok/s"));
+        h.push(format!("decode @{depth} tok/s"));
+    }
     h.push("peak RSS".into());
     h
 }
 
 fn caption(settings: &Settings) -> String {
+    let depths = if settings.depths.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; at depth {}: prefill of that many tokens, then decode of {} tokens right after it",
+            join_and(&settings.depths),
+            settings.gen_tokens
+        )
+    };
     format!(
         "Median (min–max) of {} run{} after {} warm-up; prefill of {} tokens of English text; \
-         decode of {} greedy tokens after a short chat prompt.",
+         decode of {} greedy tokens after a short chat prompt{depths}. KV: the cache's number \
+         format.",
         settings.runs,
         if settings.runs == 1 { "" } else { "s" },
         settings.warmup_runs,
@@ -232,6 +252,7 @@ mod tests {
             warmup_runs: 1,
             prompt_tokens: vec![128, 512],
             gen_tokens: 128,
+            depths: vec![2560],
         }
     }
 
@@ -277,6 +298,8 @@ mod tests {
             .unwrap();
         assert!(smol.contains('█') && shape.contains('█'), "{t}");
         assert!(smol.contains("45.0 (40.0–50.0)"), "{smol}");
+        assert!(t.contains("decode @2560 tok/s") && t.contains("KV"), "{t}");
+        assert!(smol.contains(" f16 "), "{smol}");
         assert!(t.contains("text quality is not measured"), "{t}");
     }
 
@@ -306,6 +329,10 @@ mod tests {
         assert_eq!(rows[0]["prefill"][1]["prompt_tokens"], 512);
         assert!(rows[0]["prefill"][1]["tok_s"].as_f64().unwrap() > 0.0);
         assert_eq!(rows[0]["runs"].as_array().unwrap().len(), 3);
+        assert_eq!(rows[0]["cache_type"], "f16");
+        assert_eq!(rows[0]["depths"][0]["depth"], 2560);
+        assert_eq!(rows[0]["depths"][0]["decode_tok_s"], 22.5);
+        assert!(rows[0]["depths"][0]["prefill_tok_s"].as_f64().unwrap() > 0.0);
         assert_eq!(rows[1]["shape_only"], true);
         assert_eq!(rows[1]["model"], "qwen3-4b (shape-only)");
     }

@@ -90,6 +90,40 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
             s.kv_heads
         );
     }
+    let mut b = Builder {
+        src,
+        plan: ShapePlan {
+            writer: metadata(src),
+            fills: Vec::new(),
+        },
+    };
+    let embd = b.matrix_type("token_embd", None)?;
+    b.add(
+        "token_embd.weight",
+        embd,
+        &[s.hidden, s.vocab],
+        Fill::Random,
+    )?;
+    if arch == "gemma4" {
+        super::shape_gemma4::add_gemma4(&mut b)?;
+        b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
+        return Ok(b.plan);
+    }
+    b.rope_scaling()?;
+    for il in 0..s.layers {
+        b.layer(il, fused)?;
+    }
+    b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
+    if !s.tied_embeddings {
+        let out = b.matrix_type("output", None)?;
+        b.add("output.weight", out, &[s.hidden, s.vocab], Fill::Random)?;
+    }
+    Ok(b.plan)
+}
+
+/// Every metadata key the decoder (and llama.cpp) reads for the shape's architecture.
+fn metadata(src: ShapeSource) -> GgufWriter {
+    let (s, arch) = (src.shape, src.architecture);
     let mut w = GgufWriter::new();
     let key = |suffix: &str| format!("{arch}.{suffix}");
     w.set("general.architecture", MetaValue::String(arch.into()));
@@ -137,105 +171,7 @@ pub fn plan(src: ShapeSource) -> Result<ShapePlan> {
         w.set(&key("attention.sliding_window"), u32_of(window));
     }
     w.set("tokenizer.ggml.model", MetaValue::String("no_vocab".into()));
-
-    let (q_width, kv_width) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
-    let mut b = Builder {
-        src,
-        plan: ShapePlan {
-            writer: w,
-            fills: Vec::new(),
-        },
-    };
-    let embd = b.matrix_type("token_embd", None)?;
-    b.add(
-        "token_embd.weight",
-        embd,
-        &[s.hidden, s.vocab],
-        Fill::Random,
-    )?;
-    if arch == "gemma4" {
-        super::shape_gemma4::add_gemma4(&mut b)?;
-        b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
-        return Ok(b.plan);
-    }
-    let half_rot = s.rope_dim / 2;
-    match extra_str(s, "rope_scaling") {
-        None => {}
-        Some("llama3") => {
-            let factors = fill::llama3_rope_factors(
-                s.rope_theta,
-                s.rope_dim,
-                extra_f64(s, "rope_scaling_factor").unwrap_or(8.0),
-                extra_usize(s, "rope_original_context").unwrap_or(8192),
-            );
-            b.vector("rope_freqs.weight", half_rot, Fill::Values(factors))?;
-        }
-        Some("longrope") => {
-            let original = extra_usize(s, "rope_original_context").unwrap_or(4096);
-            let w = &mut b.plan.writer;
-            w.set(
-                &key("rope.scaling.original_context_length"),
-                u32_of(original),
-            );
-            // The converter's attention factor: sqrt(1 + ln(scale) / ln(original)).
-            let scale = s.context as f64 / original as f64;
-            let attn_factor = if scale > 1.0 {
-                (1.0 + scale.ln() / (original as f64).ln()).sqrt()
-            } else {
-                1.0
-            };
-            w.set(
-                &key("rope.scaling.attn_factor"),
-                MetaValue::F32(attn_factor as f32),
-            );
-            let (long, short) = fill::longrope_factors(half_rot);
-            b.vector("rope_factors_long.weight", half_rot, Fill::Values(long))?;
-            b.vector("rope_factors_short.weight", half_rot, Fill::Values(short))?;
-        }
-        Some(other) => bail!("{}: rope scaling {other:?} is not supported", src.name),
-    }
-    for il in 0..s.layers {
-        let name = |t: &str| format!("blk.{il}.{t}");
-        b.vector(&name("attn_norm.weight"), s.hidden, Fill::Ones)?;
-        if fused || s.fused_qkv {
-            b.dense(il, "attn_qkv", &[s.hidden, q_width + 2 * kv_width])?;
-        } else {
-            b.dense(il, "attn_q", &[s.hidden, q_width])?;
-            b.dense(il, "attn_k", &[s.hidden, kv_width])?;
-            b.dense(il, "attn_v", &[s.hidden, kv_width])?;
-        }
-        if s.qkv_bias {
-            b.vector(&name("attn_q.bias"), q_width, Fill::Small)?;
-            b.vector(&name("attn_k.bias"), kv_width, Fill::Small)?;
-            b.vector(&name("attn_v.bias"), kv_width, Fill::Small)?;
-        }
-        if s.qk_norm {
-            b.vector(&name("attn_q_norm.weight"), s.head_dim, Fill::Ones)?;
-            b.vector(&name("attn_k_norm.weight"), s.head_dim, Fill::Ones)?;
-        }
-        b.dense(il, "attn_output", &[q_width, s.hidden])?;
-        if arch == "gemma3" {
-            b.vector(&name("post_attention_norm.weight"), s.hidden, Fill::Ones)?;
-        }
-        b.vector(&name("ffn_norm.weight"), s.hidden, Fill::Ones)?;
-        if fused || s.fused_gate_up {
-            // Phi-3: ffn_up holds the gate in its first half and the up projection in its second.
-            b.dense(il, "ffn_up", &[s.hidden, 2 * s.ffn])?;
-        } else {
-            b.dense(il, "ffn_gate", &[s.hidden, s.ffn])?;
-            b.dense(il, "ffn_up", &[s.hidden, s.ffn])?;
-        }
-        b.dense(il, "ffn_down", &[s.ffn, s.hidden])?;
-        if arch == "gemma3" {
-            b.vector(&name("post_ffw_norm.weight"), s.hidden, Fill::Ones)?;
-        }
-    }
-    b.vector("output_norm.weight", s.hidden, Fill::Ones)?;
-    if !s.tied_embeddings {
-        let out = b.matrix_type("output", None)?;
-        b.add("output.weight", out, &[s.hidden, s.vocab], Fill::Random)?;
-    }
-    Ok(b.plan)
+    w
 }
 
 pub(super) struct Builder<'a> {
@@ -244,6 +180,89 @@ pub(super) struct Builder<'a> {
 }
 
 impl Builder<'_> {
+    /// The rope scaling tensors (and keys) of Llama 3's and Phi's long-context variants.
+    fn rope_scaling(&mut self) -> Result<()> {
+        let (s, arch) = (self.src.shape, self.src.architecture);
+        let half_rot = s.rope_dim / 2;
+        match extra_str(s, "rope_scaling") {
+            None => {}
+            Some("llama3") => {
+                let factors = fill::llama3_rope_factors(
+                    s.rope_theta,
+                    s.rope_dim,
+                    extra_f64(s, "rope_scaling_factor").unwrap_or(8.0),
+                    extra_usize(s, "rope_original_context").unwrap_or(8192),
+                );
+                self.vector("rope_freqs.weight", half_rot, Fill::Values(factors))?;
+            }
+            Some("longrope") => {
+                let original = extra_usize(s, "rope_original_context").unwrap_or(4096);
+                let w = &mut self.plan.writer;
+                w.set(
+                    &format!("{arch}.rope.scaling.original_context_length"),
+                    u32_of(original),
+                );
+                // The converter's attention factor: sqrt(1 + ln(scale) / ln(original)).
+                let scale = s.context as f64 / original as f64;
+                let attn_factor = if scale > 1.0 {
+                    (1.0 + scale.ln() / (original as f64).ln()).sqrt()
+                } else {
+                    1.0
+                };
+                w.set(
+                    &format!("{arch}.rope.scaling.attn_factor"),
+                    MetaValue::F32(attn_factor as f32),
+                );
+                let (long, short) = fill::longrope_factors(half_rot);
+                self.vector("rope_factors_long.weight", half_rot, Fill::Values(long))?;
+                self.vector("rope_factors_short.weight", half_rot, Fill::Values(short))?;
+            }
+            Some(other) => bail!("{}: rope scaling {other:?} is not supported", self.src.name),
+        }
+        Ok(())
+    }
+
+    /// The tensors of decoder layer `il` (every architecture but Gemma 4's).
+    fn layer(&mut self, il: usize, fused: bool) -> Result<()> {
+        let (s, arch) = (self.src.shape, self.src.architecture);
+        let (q_width, kv_width) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
+        let name = |t: &str| format!("blk.{il}.{t}");
+        self.vector(&name("attn_norm.weight"), s.hidden, Fill::Ones)?;
+        if fused || s.fused_qkv {
+            self.dense(il, "attn_qkv", &[s.hidden, q_width + 2 * kv_width])?;
+        } else {
+            self.dense(il, "attn_q", &[s.hidden, q_width])?;
+            self.dense(il, "attn_k", &[s.hidden, kv_width])?;
+            self.dense(il, "attn_v", &[s.hidden, kv_width])?;
+        }
+        if s.qkv_bias {
+            self.vector(&name("attn_q.bias"), q_width, Fill::Small)?;
+            self.vector(&name("attn_k.bias"), kv_width, Fill::Small)?;
+            self.vector(&name("attn_v.bias"), kv_width, Fill::Small)?;
+        }
+        if s.qk_norm {
+            self.vector(&name("attn_q_norm.weight"), s.head_dim, Fill::Ones)?;
+            self.vector(&name("attn_k_norm.weight"), s.head_dim, Fill::Ones)?;
+        }
+        self.dense(il, "attn_output", &[q_width, s.hidden])?;
+        if arch == "gemma3" {
+            self.vector(&name("post_attention_norm.weight"), s.hidden, Fill::Ones)?;
+        }
+        self.vector(&name("ffn_norm.weight"), s.hidden, Fill::Ones)?;
+        if fused || s.fused_gate_up {
+            // Phi-3: ffn_up holds the gate in its first half and the up projection in its second.
+            self.dense(il, "ffn_up", &[s.hidden, 2 * s.ffn])?;
+        } else {
+            self.dense(il, "ffn_gate", &[s.hidden, s.ffn])?;
+            self.dense(il, "ffn_up", &[s.hidden, s.ffn])?;
+        }
+        self.dense(il, "ffn_down", &[s.ffn, s.hidden])?;
+        if arch == "gemma3" {
+            self.vector(&name("post_ffw_norm.weight"), s.hidden, Fill::Ones)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn add(
         &mut self,
         name: &str,
@@ -294,100 +313,5 @@ pub fn write_shape_file(src: ShapeSource, path: &Path) -> Result<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::catalog;
-
-    #[test]
-    fn every_supported_catalogue_entry_has_a_plan() {
-        for entry in catalog::entries().iter().filter(|e| e.supported) {
-            let p = plan(ShapeSource::from_entry(entry).unwrap())
-                .unwrap_or_else(|e| panic!("{}: {e:#}", entry.name));
-            assert_eq!(p.fills.len(), p.writer.tensors().len());
-        }
-    }
-
-    #[test]
-    fn planned_sizes_are_close_to_the_real_files() {
-        // The catalogue's sizes are the real files': tensor data plus a few MB of vocabulary.
-        // Gemma 4's real quant mix is not known (see its `confirmed` note in the catalogue).
-        for entry in catalog::entries()
-            .iter()
-            .filter(|e| e.supported && e.architecture != "gemma4")
-        {
-            let p = plan(ShapeSource::from_entry(entry).unwrap()).unwrap();
-            let data = p.writer.data_size() as f64;
-            let real = entry.size_bytes as f64;
-            assert!(
-                data < real && data > real - 10e6,
-                "{}: {data} vs {real}",
-                entry.name
-            );
-        }
-    }
-
-    #[test]
-    fn the_quant_mix_follows_the_layer() {
-        let e = catalog::find("qwen3-4b").unwrap();
-        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
-        let dtype = |n: &str| {
-            p.writer
-                .tensors()
-                .iter()
-                .find(|t| t.name == n)
-                .unwrap()
-                .dtype
-        };
-        assert_eq!(dtype("blk.0.attn_v.weight"), GgmlDType::Q6K);
-        assert_eq!(dtype("blk.4.attn_v.weight"), GgmlDType::Q4K);
-        assert_eq!(dtype("blk.6.ffn_down.weight"), GgmlDType::Q6K);
-        assert_eq!(dtype("token_embd.weight"), GgmlDType::Q6K);
-        assert!(p.writer.tensors().iter().all(|t| t.name != "output.weight"));
-    }
-
-    #[test]
-    fn phi4_mini_gets_longrope_and_fused_tensors() {
-        let e = catalog::find("phi4-mini").unwrap();
-        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
-        let names: Vec<&str> = p.writer.tensors().iter().map(|t| t.name.as_str()).collect();
-        for n in [
-            "rope_factors_long.weight",
-            "rope_factors_short.weight",
-            "blk.0.attn_qkv.weight",
-        ] {
-            assert!(names.contains(&n), "{n}");
-        }
-        assert!(!names.contains(&"blk.0.ffn_gate.weight"));
-        let meta = |k: &str| {
-            p.writer
-                .metadata()
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-        };
-        assert_eq!(
-            meta("phi3.rope.scaling.original_context_length"),
-            Some(MetaValue::U32(4096))
-        );
-        assert_eq!(meta("phi3.context_length"), Some(MetaValue::U32(131072)));
-    }
-
-    #[test]
-    fn gemma4_e4b_has_shared_kv_layers_and_per_layer_inputs() {
-        let e = catalog::find("gemma4-e4b").unwrap();
-        let p = plan(ShapeSource::from_entry(e).unwrap()).unwrap();
-        let tensor = |n: &str| p.writer.tensors().iter().find(|t| t.name == n);
-        // Layers 24..41 read the KV cache of layers 22 (sliding) and 23 (global).
-        assert!(tensor("blk.23.attn_k.weight").is_some());
-        assert!(tensor("blk.24.attn_k.weight").is_none());
-        assert!(tensor("blk.41.attn_v.weight").is_none());
-        // Global layers have 512-wide heads, sliding ones 256.
-        assert_eq!(tensor("blk.5.attn_q.weight").unwrap().dims, [2560, 8 * 512]);
-        assert_eq!(tensor("blk.4.attn_q.weight").unwrap().dims, [2560, 8 * 256]);
-        assert_eq!(
-            tensor("per_layer_token_embd.weight").unwrap().dims,
-            [42 * 256, 262144]
-        );
-        assert!(tensor("output.weight").is_none());
-    }
-}
+#[path = "shape_tests.rs"]
+mod tests;

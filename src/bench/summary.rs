@@ -1,6 +1,7 @@
 //! The bench's figures: what one run measures, what a measuring process reports, and the
 //! record (medians, min–max and every run) that the outputs show.
 
+use crate::engine::model::CacheType;
 use serde::{Deserialize, Serialize};
 
 /// Prefill speed at one prompt length.
@@ -8,6 +9,15 @@ use serde::{Deserialize, Serialize};
 pub struct PrefillFigure {
     pub prompt_tokens: usize,
     pub tok_s: f64,
+}
+
+/// Prefill of `depth` tokens from an empty cache, and the decode speed right after it (so
+/// `depth` tokens into the context): llama-bench's `-p depth` and `-gp depth,gen`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DepthFigure {
+    pub depth: usize,
+    pub prefill_tok_s: f64,
+    pub decode_tok_s: f64,
 }
 
 /// Everything one run measures (rates from `crate::stats`).
@@ -22,6 +32,9 @@ pub struct RunFigures {
     pub decode_tok_s_last_quarter: f64,
     /// Greedy tokens generated in the decode run (the first one included).
     pub generated_tokens: usize,
+    /// Figures far into a context, one per `--depth` (reports before --depth have none).
+    #[serde(default)]
+    pub depths: Vec<DepthFigure>,
     /// The process's peak resident memory during this run (since the previous run's model
     /// was released, where the OS lets the peak be reset).
     pub peak_rss_bytes: u64,
@@ -41,6 +54,7 @@ pub struct ModelReport {
     pub file_size_bytes: u64,
     pub threads: usize,
     pub context_size: usize,
+    pub cache_type: CacheType,
     pub ttft_prompt_tokens: usize,
     pub warmup_runs: usize,
     pub runs: Vec<RunFigures>,
@@ -105,6 +119,31 @@ pub fn quarter_rates(step_s: &[f64]) -> (f64, f64) {
     )
 }
 
+/// The median figures at each depth the runs measured.
+fn depth_medians(runs: &[RunFigures]) -> Vec<DepthFigure> {
+    let depths: Vec<usize> = runs
+        .first()
+        .map(|r| r.depths.iter().map(|d| d.depth).collect())
+        .unwrap_or_default();
+    depths
+        .into_iter()
+        .map(|depth| {
+            let of = |f: &dyn Fn(&DepthFigure) -> f64| {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .map(|r| r.depths.iter().find(|d| d.depth == depth).map_or(0.0, f))
+                    .collect();
+                median(&values)
+            };
+            DepthFigure {
+                depth,
+                prefill_tok_s: of(&|d| d.prefill_tok_s),
+                decode_tok_s: of(&|d| d.decode_tok_s),
+            }
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrefillRange {
     pub prompt_tokens: usize,
@@ -136,6 +175,8 @@ pub struct BenchRecord {
     pub file_size_bytes: u64,
     pub threads: usize,
     pub context_size: usize,
+    /// The KV cache's number format.
+    pub cache_type: CacheType,
     pub load_s: f64,
     pub ttft_ms: f64,
     pub ttft_prompt_tokens: usize,
@@ -145,6 +186,8 @@ pub struct BenchRecord {
     pub decode_tok_s_last_quarter: f64,
     pub gen_tokens: usize,
     pub peak_rss_bytes: u64,
+    /// Medians at each `--depth`.
+    pub depths: Vec<DepthFigure>,
     pub warmup_runs: usize,
     pub min_max: Ranges,
     pub runs: Vec<RunFigures>,
@@ -200,6 +243,7 @@ impl BenchRecord {
             file_size_bytes: report.file_size_bytes,
             threads: report.threads,
             context_size: report.context_size,
+            cache_type: report.cache_type,
             load_s: load.median,
             ttft_ms: ttft.median,
             ttft_prompt_tokens: report.ttft_prompt_tokens,
@@ -215,6 +259,7 @@ impl BenchRecord {
             decode_tok_s_last_quarter: last.median,
             gen_tokens: runs.first().map_or(0, |r| r.generated_tokens),
             peak_rss_bytes: rss.median.round() as u64,
+            depths: depth_medians(runs),
             warmup_runs: report.warmup_runs,
             min_max: Ranges {
                 load_s: load.range(),
@@ -238,6 +283,11 @@ impl BenchRecord {
     /// The spread of a figure over the runs, for the outputs.
     pub fn spread_of(&self, f: impl Fn(&RunFigures) -> f64) -> Spread {
         Spread::of(&self.runs.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// The spread of a figure at `depth`.
+    pub fn depth_spread(&self, depth: usize, f: impl Fn(&DepthFigure) -> f64) -> Spread {
+        self.spread_of(|r| r.depths.iter().find(|d| d.depth == depth).map_or(0.0, &f))
     }
 
     /// The spread of prefill speed at `prompt_tokens`.
@@ -305,6 +355,11 @@ pub(crate) mod tests {
             decode_tok_s_first_quarter: decode * 1.1,
             decode_tok_s_last_quarter: decode * 0.9,
             generated_tokens: 128,
+            depths: vec![DepthFigure {
+                depth: 2560,
+                prefill_tok_s: p128 / 3.0,
+                decode_tok_s: decode / 2.0,
+            }],
             peak_rss_bytes: 100_000_000,
         }
     }
@@ -320,6 +375,7 @@ pub(crate) mod tests {
             file_size_bytes: 98_000_000,
             threads: 2,
             context_size: 4096,
+            cache_type: CacheType::F16,
             ttft_prompt_tokens: 40,
             warmup_runs: 1,
             runs: vec![

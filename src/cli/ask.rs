@@ -1,11 +1,14 @@
 //! `taper ask` (one streamed answer) and `taper tokenize` (token ids as JSON).
 
-use super::{resolve, set_threads, ModelArgs, SamplingArgs};
+use super::{ModelArgs, SamplingArgs};
 use crate::chat::Message;
 use crate::config::Config;
 use crate::engine::gguf::GgufHeader;
+use crate::engine::model::CacheType;
+use crate::engine::threads::set_threads;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
+use crate::models::resolve;
 use crate::stats::{self, human_bytes, Usage};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -26,6 +29,9 @@ pub struct AskArgs {
     /// KV-cache size in tokens, capped at the model's own context [default: 4096].
     #[arg(long = "ctx-size")]
     pub ctx_size: Option<usize>,
+    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<CacheType>,
     /// Compute threads (default: the physical cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -78,13 +84,17 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
             .tokenizer
             .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
         context_size: args.ctx_size.unwrap_or(config.context_size()),
+        cache_type: args.cache_type.unwrap_or(config.cache_type()),
         chat_template: user_model.and_then(|m| m.chat_template),
     }))?;
     let info = loop {
         match engine.recv_blocking() {
             Some(EngineEvent::Loaded { info, notices }) => {
-                for notice in notices {
-                    eprintln!("taper: {notice}");
+                // The notices are about the chat template, which --raw does not use.
+                if !args.raw {
+                    for notice in notices {
+                        eprintln!("taper: {notice}");
+                    }
                 }
                 break info;
             }

@@ -1,8 +1,9 @@
 //! `taper bench`: its flags, and turning them into the bench module's options.
 
-use super::{resolve, set_threads};
 use crate::bench;
 use crate::config::Config;
+use crate::engine::threads::set_threads;
+use crate::models::resolve;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -37,6 +38,13 @@ pub struct BenchArgs {
     /// KV-cache size in tokens (raised to what the prompts need) [default: 4096].
     #[arg(long = "ctx-size")]
     pub ctx_size: Option<usize>,
+    /// The KV cache's number format: f16, q8_0 or f32 [default: the config's, else f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<crate::engine::model::CacheType>,
+    /// Depths measured far into a context: a prefill of N tokens and the decode speed right
+    /// after it (N tokens in), as llama-bench's -p N and -gp N,gen.
+    #[arg(long, value_delimiter = ',', value_name = "N,N")]
+    pub depth: Vec<usize>,
     /// Print a JSON array: one record per model and thread count.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -79,10 +87,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
     } else {
         bench::Format::Table
     };
-    // Each length once, in the order given.
-    let mut prompt_tokens = args.prompt_tokens.clone();
-    let mut seen = std::collections::HashSet::new();
-    prompt_tokens.retain(|n| seen.insert(*n));
+    let prompt_tokens = unique(&args.prompt_tokens);
     bench::run(&bench::BenchOptions {
         targets,
         threads,
@@ -90,6 +95,8 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         prompt_tokens,
         gen_tokens: args.gen_tokens,
         context_size: args.ctx_size.unwrap_or(config.context_size()),
+        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        depths: unique(&args.depth),
         format,
         keep_shape_file: args.keep_shape_file,
     })
@@ -140,5 +147,13 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
         prompt_tokens: args.prompt_tokens.clone(),
         gen_tokens: args.gen_tokens,
         context_size: args.ctx_size.unwrap_or(crate::config::DEFAULT_CONTEXT_SIZE),
+        cache_type: args.cache_type.unwrap_or_default(),
+        depths: args.depth.clone(),
     })
+}
+
+/// Each value once, in the order given.
+fn unique(values: &[usize]) -> Vec<usize> {
+    let mut seen = std::collections::HashSet::new();
+    values.iter().copied().filter(|n| seen.insert(*n)).collect()
 }

@@ -1,23 +1,25 @@
 //! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
 //! `taper tokenize`, `taper models`, `taper bench`, `taper perplexity`, `taper sessions` and
-//! `taper export`; the flags they share and model lookup.
+//! `taper export`; the flags they share.
 
 mod ask;
 mod bench;
+mod chat;
 mod models;
 mod perplexity;
 mod sessions;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
 pub use bench::BenchArgs;
+pub use chat::ChatArgs;
 pub use models::{ModelsAction, ModelsArgs};
 pub use perplexity::PerplexityArgs;
 pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
-use crate::config::{Config, UserModel};
+use crate::config::Config;
 use crate::engine::sampler::SamplingParams;
 use crate::paths;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -34,7 +36,7 @@ pub struct Cli {
     /// Without a command: the full-screen chat, with `taper chat`'s flags (`taper -m MODEL`
     /// is `taper chat -m MODEL`).
     #[command(flatten)]
-    pub chat: crate::tui::ChatArgs,
+    pub chat: ChatArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -42,7 +44,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The full-screen chat (the default command).
-    Chat(crate::tui::ChatArgs),
+    Chat(ChatArgs),
     /// Stream one answer to stdout.
     Ask(AskArgs),
     /// Print the token ids of TEXT as a JSON array (no BOS added).
@@ -130,7 +132,7 @@ impl SamplingArgs {
 }
 
 pub fn run(cli: Cli) -> Result<()> {
-    if cli.command.is_some() && cli.chat != crate::tui::ChatArgs::default() {
+    if cli.command.is_some() && cli.chat != ChatArgs::default() {
         // `taper -m MODEL bench` would otherwise quietly ignore the -m.
         bail!("chat options go after `taper` or `taper chat`, not before another command");
     }
@@ -145,8 +147,8 @@ pub fn run(cli: Cli) -> Result<()> {
         None => Config::load(&paths::config_file(), false)?,
     };
     match cli.command {
-        None => crate::tui::run(cli.chat, &config),
-        Some(Command::Chat(args)) => crate::tui::run(args, &config),
+        None => chat::chat(cli.chat, &config),
+        Some(Command::Chat(args)) => chat::chat(args, &config),
         Some(Command::Ask(args)) => ask::ask(args, &config),
         Some(Command::Tokenize(args)) => ask::tokenize(args, &config),
         Some(Command::Bench(args)) => bench::bench(args, &config),
@@ -155,63 +157,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
     }
-}
-
-/// The model file for `-m` (or the config's default model), and the config's extras for it.
-pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<UserModel>)> {
-    let name = arg.or(config.default_model.as_deref());
-    let hub = crate::hub::HubConfig::from_env();
-    if let Some(user) = name.and_then(|n| config.user_model(n)) {
-        let path = match (&user.path, &user.repo, &user.file) {
-            (Some(path), _, _) => paths::expand_home(path),
-            (None, Some(repo), Some(file)) => crate::hub::HubFile::new(repo, file)
-                .cached(&hub)
-                .ok_or_else(|| not_downloaded(&user.name))?,
-            _ => bail!("model {:?} in the config has no path", user.name),
-        };
-        return Ok((path, Some(user.clone())));
-    }
-    let dir = models_dir(config);
-    match paths::resolve_model(name, &dir) {
-        Ok(path) => Ok((path, None)),
-        // Not a file and not in the models directory: perhaps a catalogue name.
-        Err(err) => match name.and_then(crate::catalog::find) {
-            Some(entry) if !entry.supported => {
-                bail!(
-                    "{} can't run in taper yet: {}",
-                    entry.name,
-                    entry.unsupported_reason
-                )
-            }
-            Some(entry) => crate::models::catalog_path(entry, &hub)
-                .map(|path| (path, None))
-                .ok_or_else(|| not_downloaded(&entry.name)),
-            None => Err(err),
-        },
-    }
-}
-
-fn not_downloaded(name: &str) -> anyhow::Error {
-    anyhow!(
-        "{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)"
-    )
-}
-
-pub fn models_dir(config: &Config) -> PathBuf {
-    crate::models::models_dir(config)
-}
-
-/// Sets candle's compute threads; must run before the engine computes anything.
-pub fn set_threads(threads: Option<usize>) -> Result<()> {
-    if let Some(n) = threads {
-        if n == 0 {
-            bail!("--threads must be at least 1");
-        }
-        // candle reads these once, when its thread pools start.
-        std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
-        std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -2,13 +2,15 @@
 //! computes it, and KL divergence against a base file of llama.cpp's format. Progress and the
 //! running estimate go to stderr, the result to stdout.
 
-use super::{resolve, set_threads, ModelArgs};
+use super::ModelArgs;
 use crate::config::Config;
 use crate::engine::generation::Generator;
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, ModelConfig};
+use crate::engine::model::{self, CacheOptions, CacheType, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
+use crate::engine::threads::set_threads;
+use crate::models::resolve;
 use crate::perplexity::kld_file::{BaseReader, BaseShape, BaseWriter};
 use crate::perplexity::report::{self, RunFacts};
 use crate::perplexity::{evaluate, Scoring, Windows, DEFAULT_CTX};
@@ -31,6 +33,10 @@ pub struct PerplexityArgs {
     /// Score at most N windows [default: every whole window of the text].
     #[arg(long, value_name = "N")]
     pub chunks: Option<usize>,
+    /// The KV cache's number format: f16 (as llama.cpp's default), q8_0 or f32
+    /// [default: the config's, else f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<CacheType>,
     /// Compute threads (default: the physical cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -71,7 +77,11 @@ pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
         .tokenizer
         .clone()
         .or_else(|| user_model.and_then(|m| m.tokenizer));
-    let (model_text, model) = model::load_beside(&header, n_ctx, || {
+    let cache = CacheOptions {
+        context: n_ctx,
+        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+    };
+    let (model_text, model) = model::load_beside(&header, cache, || {
         ModelText::load(&header, tokenizer_json.as_deref(), None)
     });
     let (mut model_text, mut model) = (model_text?, model?);

@@ -14,6 +14,7 @@ pub mod prefix_cache;
 pub mod prompt;
 pub mod sampler;
 pub mod template;
+pub mod threads;
 pub mod tokenizer;
 mod worker;
 
@@ -34,6 +35,8 @@ pub struct LoadRequest {
     pub tokenizer_json: Option<PathBuf>,
     /// Requested KV-cache size; capped at the model's training context.
     pub context_size: usize,
+    /// The KV cache's number format.
+    pub cache_type: model::CacheType,
     /// A chat template to use instead of the file's.
     pub chat_template: Option<String>,
 }
@@ -70,6 +73,10 @@ pub struct ModelInfo {
     pub parameters: u64,
     /// The session's KV-cache size.
     pub context_size: usize,
+    /// The KV cache's number format.
+    pub cache_type: model::CacheType,
+    /// Bytes the KV cache takes at a full context.
+    pub cache_bytes: u64,
     /// What the model was trained for.
     pub context_length: usize,
     pub load_s: f64,

@@ -203,7 +203,11 @@ fn load_model(request: &LoadRequest) -> Result<(Loaded, Vec<String>, ModelInfo)>
     let header = GgufHeader::read(&request.model_path)?;
     // Validate the architecture before the (slow) tokenizer and weights.
     ModelConfig::from_header(&header).with_context(|| header.path.display().to_string())?;
-    let (text, model) = model::load_beside(&header, request.context_size, || {
+    let cache = model::CacheOptions {
+        context: request.context_size,
+        cache_type: request.cache_type,
+    };
+    let (text, model) = model::load_beside(&header, cache, || {
         ModelText::load(
             &header,
             request.tokenizer_json.as_deref(),
@@ -213,7 +217,7 @@ fn load_model(request: &LoadRequest) -> Result<(Loaded, Vec<String>, ModelInfo)>
     let text = text?;
     let notices = text.template.notice().into_iter().collect();
     let model = model?;
-    let info = model_info(&header, model.config(), model.context_size());
+    let info = model_info(&header, model.as_ref())?;
     let loaded = Loaded {
         model,
         text,
@@ -225,8 +229,9 @@ fn load_model(request: &LoadRequest) -> Result<(Loaded, Vec<String>, ModelInfo)>
 }
 
 /// What a client learns of the model; `load_s` is filled in by the caller.
-fn model_info(header: &GgufHeader, config: &ModelConfig, context_size: usize) -> ModelInfo {
-    ModelInfo {
+fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInfo> {
+    let (config, context_size) = (model.config(), model.context_size());
+    Ok(ModelInfo {
         path: header.path.clone(),
         name: header
             .path
@@ -238,8 +243,10 @@ fn model_info(header: &GgufHeader, config: &ModelConfig, context_size: usize) ->
         file_size: header.file_size,
         parameters: header.parameter_count(),
         context_size,
+        cache_type: model.cache_type(),
+        cache_bytes: model::cache_bytes(config, context_size, model.cache_type())?,
         context_length: config.context_length,
         load_s: 0.0,
         threads: super::compute_threads(),
-    }
+    })
 }

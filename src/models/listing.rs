@@ -21,8 +21,12 @@ pub fn render(local: &[LocalModel], hub: &HubConfig) -> String {
         } else {
             match catalog_path(e, hub) {
                 Some(path) => path.display().to_string(),
-                None if e.gated => "not downloaded (gated: needs HF_TOKEN)".into(),
-                None => "not downloaded".into(),
+                // Before a multi-gigabyte pull, say exactly what it fetches.
+                None if e.gated => format!(
+                    "not downloaded: {}/{} (gated: needs HF_TOKEN)",
+                    e.repo, e.file
+                ),
+                None => format!("not downloaded: {}/{}", e.repo, e.file),
             }
         };
         let _ = writeln!(

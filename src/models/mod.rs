@@ -4,6 +4,9 @@
 
 pub mod listing;
 pub mod pull;
+mod resolve;
+
+pub use resolve::resolve;
 
 use crate::catalog::{self, CatalogEntry};
 use crate::config::Config;

@@ -50,6 +50,9 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         file_size: 98_362_432,
         parameters: 134_515_008,
         context_size: 4096,
+        cache_type: taper::engine::model::CacheType::F16,
+        // SmolLM2's: 30 layers × K and V × 3 KV heads × 64 values × 2 bytes × 4096 positions.
+        cache_bytes: 94_371_840,
         context_length: 8192,
         load_s: 0.27,
         threads: 2,

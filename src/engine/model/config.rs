@@ -105,180 +105,81 @@ impl ModelConfig {
                 Arch::SUPPORTED.join(", ")
             )
         })?;
-        let key = |suffix: &str| format!("{arch_name}.{suffix}");
-        let required = |suffix: &str| -> Result<usize> {
-            header
-                .get_u64(&key(suffix))
-                .map(|v| v as usize)
-                .ok_or_else(|| anyhow!("metadata key {} is missing", key(suffix)))
+        let meta = Meta {
+            header,
+            arch_name: &arch_name,
         };
-        let n_layer = required("block_count")?;
-        let n_embd = required("embedding_length")?;
-        let n_head = required("attention.head_count")?;
-        let n_head_kv = header
-            .get_u64(&key("attention.head_count_kv"))
-            .map(|v| v as usize)
-            .unwrap_or(n_head);
-        let n_ff = per_layer_sizes(header, &key("feed_forward_length"), n_layer)?;
-        if n_layer == 0 || n_embd == 0 || n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
-            bail!("inconsistent sizes: {n_layer} layers, {n_embd} wide, {n_head} heads, {n_head_kv} KV heads");
-        }
-        let head_dim = header
-            .get_u64(&key("attention.key_length"))
-            .map(|v| v as usize)
-            .unwrap_or(n_embd / n_head);
-        let head_dim_swa = header
-            .get_u64(&key("attention.key_length_swa"))
-            .map(|v| v as usize)
-            .unwrap_or(head_dim);
-        for (what, suffix, k) in [
-            ("value", "attention.value_length", head_dim),
-            ("sliding value", "attention.value_length_swa", head_dim_swa),
-        ] {
-            if let Some(v) = header.get_u64(&key(suffix)) {
-                if v as usize != k {
-                    bail!("{what} heads of {v} differ from key heads of {k}: not supported");
-                }
-            }
-        }
-        if head_dim == 0 || head_dim_swa == 0 {
-            bail!("a head size of 0 in the metadata");
-        }
-        let token_embd = header
-            .tensor("token_embd.weight")
-            .ok_or_else(|| anyhow!("tensor token_embd.weight is missing"))?;
-        let vocab_size = header
-            .get_u64(&key("vocab_size"))
-            .map(|v| v as usize)
-            .or_else(|| token_embd.dims.get(1).copied())
-            .unwrap_or(0);
-        if token_embd.dims.first() != Some(&n_embd) || token_embd.dims.get(1) != Some(&vocab_size) {
-            bail!(
-                "token_embd.weight has shape {:?}, expected [{n_embd}, {vocab_size}]",
-                token_embd.dims
-            );
-        }
-        let context_length = header
-            .get_u64(&key("context_length"))
-            .map(|v| v as usize)
-            .unwrap_or(4096);
+        let sizes = meta.sizes()?;
+        let vocab_size = meta.vocab_size(sizes.n_embd)?;
+        let context_length = meta.usize_or("context_length", 4096);
         let default_eps = if matches!(arch, Arch::Llama | Arch::Phi3) {
             1e-5
         } else {
             1e-6
         };
-        let rms_eps = header
-            .get_f64(&key("attention.layer_norm_rms_epsilon"))
-            .unwrap_or(default_eps) as f32;
-
-        let n_rot = header
-            .get_u64(&key("rope.dimension_count"))
-            .map(|v| v as usize)
-            .unwrap_or(head_dim)
-            .min(head_dim);
-        let freq_scale = match header.get_str(&key("rope.scaling.type")) {
-            Some("linear") => 1.0 / header.get_f64(&key("rope.scaling.factor")).unwrap_or(1.0),
-            _ => 1.0,
-        } as f32;
-        let rope = RopeConfig {
-            base: header.get_f64(&key("rope.freq_base")).unwrap_or(10_000.0) as f32,
-            freq_scale,
-            n_rot,
-            neox: arch != Arch::Llama,
-            attn_factor: header
-                .get_f64(&key("rope.scaling.attn_factor"))
-                .unwrap_or(1.0) as f32,
-        };
+        let rms_eps = meta.f64_or("attention.layer_norm_rms_epsilon", default_eps) as f32;
+        let rope = meta.rope(arch, sizes.head_dim)?;
         let (sliding_window, swa_layers, rope_swa) = if arch.is_gemma() {
-            let window = header
-                .get_u64(&key("attention.sliding_window"))
-                .map(|v| v as usize)
-                .unwrap_or(4096);
-            let layers = match header.get_array(&key("attention.sliding_window_pattern")) {
-                Some(pattern) => {
-                    let flags: Option<Vec<bool>> = pattern.iter().map(|v| v.as_bool()).collect();
-                    match flags {
-                        Some(flags) if flags.len() == n_layer => flags,
-                        _ => bail!(
-                            "{} is not one true/false per layer",
-                            key("attention.sliding_window_pattern")
-                        ),
-                    }
-                }
-                // Gemma 3 interleaves five sliding layers with one global layer.
-                None => (0..n_layer).map(|il| (il + 1) % 6 != 0).collect(),
-            };
+            let (window, layers) = meta.sliding_layers(sizes.n_layer)?;
             let rope_swa = RopeConfig {
-                base: header
-                    .get_f64(&key("rope.freq_base_swa"))
-                    .unwrap_or(10_000.0) as f32,
+                base: meta.f64_or("rope.freq_base_swa", 10_000.0) as f32,
                 freq_scale: 1.0,
-                n_rot: header
-                    .get_u64(&key("rope.dimension_count_swa"))
-                    .map(|v| v as usize)
-                    .unwrap_or(head_dim_swa)
-                    .min(head_dim_swa),
+                n_rot: meta.rotary_dims("rope.dimension_count_swa", sizes.head_dim_swa)?,
                 ..rope.clone()
             };
             (Some(window), layers, rope_swa)
         } else {
             // Phi-3's converter writes a sliding window that the model does not use.
-            (None, vec![false; n_layer], rope.clone())
+            (None, vec![false; sizes.n_layer], rope.clone())
         };
-        let embed_scale = arch.is_gemma().then(|| (n_embd as f32).sqrt());
         // Gemma 4 normalises Q and K (and V) per head and does not scale the scores.
         let default_attn_scale = if arch == Arch::Gemma4 {
             1.0
         } else {
-            1.0 / (head_dim as f32).sqrt()
+            1.0 / (sizes.head_dim as f32).sqrt()
         };
-        let attn_scale = header
-            .get_f64(&key("attention.scale"))
-            .map(|s| s as f32)
-            .unwrap_or(default_attn_scale);
-        let shared_kv_layers = header
-            .get_u64(&key("attention.shared_kv_layers"))
-            .map(|v| v as usize)
-            .unwrap_or(0);
-        if shared_kv_layers >= n_layer {
-            bail!("{shared_kv_layers} KV-shared layers leave none of {n_layer} to own a cache");
+        let shared_kv_layers = meta.usize_or("attention.shared_kv_layers", 0);
+        if shared_kv_layers >= sizes.n_layer {
+            bail!(
+                "{shared_kv_layers} KV-shared layers leave none of {} to own a cache",
+                sizes.n_layer
+            );
         }
-        let per_layer_input = header
-            .get_u64(&key("embedding_length_per_layer_input"))
-            .map(|v| v as usize)
-            .unwrap_or(0);
-        let final_softcap = header
-            .get_f64(&key("final_logit_softcapping"))
-            .map(|v| v as f32)
-            .filter(|&cap| cap > 0.0);
-        let rope_original_context = header
-            .get_u64(&key("rope.scaling.original_context_length"))
-            .map(|v| v as usize)
-            .unwrap_or(context_length);
         Ok(Self {
             arch,
             arch_name: arch_name.clone(),
-            n_layer,
-            n_embd,
-            n_head,
-            n_head_kv,
-            head_dim,
-            head_dim_swa,
-            n_ff,
+            n_layer: sizes.n_layer,
+            n_embd: sizes.n_embd,
+            n_head: sizes.n_head,
+            n_head_kv: sizes.n_head_kv,
+            head_dim: sizes.head_dim,
+            head_dim_swa: sizes.head_dim_swa,
+            n_ff: sizes.n_ff,
             vocab_size,
             context_length,
             rms_eps,
             rope,
             rope_swa,
-            rope_original_context,
+            rope_original_context: meta
+                .usize_or("rope.scaling.original_context_length", context_length),
             sliding_window,
             swa_layers,
-            embed_scale,
-            attn_scale,
+            embed_scale: arch.is_gemma().then(|| (sizes.n_embd as f32).sqrt()),
+            attn_scale: meta.f64_or("attention.scale", default_attn_scale as f64) as f32,
             shared_kv_layers,
-            per_layer_input,
-            final_softcap,
+            per_layer_input: meta.usize_or("embedding_length_per_layer_input", 0),
+            final_softcap: header
+                .get_f64(&meta.key("final_logit_softcapping"))
+                .map(|v| v as f32)
+                .filter(|&cap| cap > 0.0),
         })
+    }
+
+    /// Per layer, the head size of its own KV cache, or `None` when it reads another layer's.
+    pub fn cache_head_dims(&self) -> Result<Vec<Option<usize>>> {
+        (0..self.n_layer)
+            .map(|il| Ok((self.kv_source(il)? == il).then(|| self.layer_head_dim(il))))
+            .collect()
     }
 
     /// Head size of layer `il`.
@@ -321,5 +222,202 @@ fn per_layer_sizes(header: &GgufHeader, key: &str, n_layer: usize) -> Result<Vec
     match sizes {
         Some(sizes) if sizes.len() == n_layer && sizes.iter().all(|&s| s > 0) => Ok(sizes),
         _ => bail!("{key} is not one positive size per layer"),
+    }
+}
+
+/// The sizes every architecture has.
+struct Sizes {
+    n_layer: usize,
+    n_embd: usize,
+    n_head: usize,
+    n_head_kv: usize,
+    head_dim: usize,
+    head_dim_swa: usize,
+    n_ff: Vec<usize>,
+}
+
+/// The metadata keys of one architecture (`{arch}.{suffix}`).
+struct Meta<'h> {
+    header: &'h GgufHeader,
+    arch_name: &'h str,
+}
+
+impl Meta<'_> {
+    fn key(&self, suffix: &str) -> String {
+        format!("{}.{suffix}", self.arch_name)
+    }
+
+    fn usize_of(&self, suffix: &str) -> Option<usize> {
+        self.header.get_u64(&self.key(suffix)).map(|v| v as usize)
+    }
+
+    fn usize_or(&self, suffix: &str, default: usize) -> usize {
+        self.usize_of(suffix).unwrap_or(default)
+    }
+
+    fn f64_or(&self, suffix: &str, default: f64) -> f64 {
+        self.header.get_f64(&self.key(suffix)).unwrap_or(default)
+    }
+
+    fn required(&self, suffix: &str) -> Result<usize> {
+        self.usize_of(suffix)
+            .ok_or_else(|| anyhow!("metadata key {} is missing", self.key(suffix)))
+    }
+
+    fn sizes(&self) -> Result<Sizes> {
+        let n_layer = self.required("block_count")?;
+        let n_embd = self.required("embedding_length")?;
+        let n_head = self.required("attention.head_count")?;
+        let n_head_kv = self.usize_or("attention.head_count_kv", n_head);
+        let n_ff = per_layer_sizes(self.header, &self.key("feed_forward_length"), n_layer)?;
+        if n_layer == 0 || n_embd == 0 || n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0 {
+            bail!("inconsistent sizes: {n_layer} layers, {n_embd} wide, {n_head} heads, {n_head_kv} KV heads");
+        }
+        let head_dim = self.usize_or("attention.key_length", n_embd / n_head);
+        let head_dim_swa = self.usize_or("attention.key_length_swa", head_dim);
+        for (what, suffix, k) in [
+            ("value", "attention.value_length", head_dim),
+            ("sliding value", "attention.value_length_swa", head_dim_swa),
+        ] {
+            if let Some(v) = self.usize_of(suffix) {
+                if v != k {
+                    bail!("{what} heads of {v} differ from key heads of {k}: not supported");
+                }
+            }
+        }
+        if head_dim == 0 || head_dim_swa == 0 {
+            bail!("a head size of 0 in the metadata");
+        }
+        Ok(Sizes {
+            n_layer,
+            n_embd,
+            n_head,
+            n_head_kv,
+            head_dim,
+            head_dim_swa,
+            n_ff,
+        })
+    }
+
+    /// The vocabulary size, checked against the token embedding's shape.
+    fn vocab_size(&self, n_embd: usize) -> Result<usize> {
+        let token_embd = self
+            .header
+            .tensor("token_embd.weight")
+            .ok_or_else(|| anyhow!("tensor token_embd.weight is missing"))?;
+        let vocab_size = self
+            .usize_of("vocab_size")
+            .or_else(|| token_embd.dims.get(1).copied())
+            .unwrap_or(0);
+        if token_embd.dims.first() != Some(&n_embd) || token_embd.dims.get(1) != Some(&vocab_size) {
+            bail!(
+                "token_embd.weight has shape {:?}, expected [{n_embd}, {vocab_size}]",
+                token_embd.dims
+            );
+        }
+        Ok(vocab_size)
+    }
+
+    /// How many dimensions of a head of `head_dim` rotate: the file's `suffix` key, else all.
+    /// A count above the head size, or an odd one, cannot be what the model was trained with.
+    fn rotary_dims(&self, suffix: &str, head_dim: usize) -> Result<usize> {
+        let n_rot = self.usize_or(suffix, head_dim);
+        if n_rot > head_dim || !n_rot.is_multiple_of(2) {
+            bail!(
+                "{} is {n_rot}, which does not fit heads of {head_dim} dimensions \
+                 (it must be even and at most the head size)",
+                self.key(suffix)
+            );
+        }
+        Ok(n_rot)
+    }
+
+    /// The rotary embedding of global layers.
+    fn rope(&self, arch: Arch, head_dim: usize) -> Result<RopeConfig> {
+        let freq_scale = match self.header.get_str(&self.key("rope.scaling.type")) {
+            Some("linear") => 1.0 / self.f64_or("rope.scaling.factor", 1.0),
+            _ => 1.0,
+        } as f32;
+        Ok(RopeConfig {
+            base: self.f64_or("rope.freq_base", 10_000.0) as f32,
+            freq_scale,
+            n_rot: self.rotary_dims("rope.dimension_count", head_dim)?,
+            neox: arch != Arch::Llama,
+            attn_factor: self.f64_or("rope.scaling.attn_factor", 1.0) as f32,
+        })
+    }
+
+    /// Gemma's sliding window and which layers use it.
+    fn sliding_layers(&self, n_layer: usize) -> Result<(usize, Vec<bool>)> {
+        let window = self.usize_or("attention.sliding_window", 4096);
+        let pattern_key = self.key("attention.sliding_window_pattern");
+        let layers = match self.header.get_array(&pattern_key) {
+            Some(pattern) => {
+                let flags: Option<Vec<bool>> = pattern.iter().map(|v| v.as_bool()).collect();
+                match flags {
+                    Some(flags) if flags.len() == n_layer => flags,
+                    _ => bail!("{pattern_key} is not one true/false per layer"),
+                }
+            }
+            // Gemma 3 interleaves five sliding layers with one global layer.
+            None => (0..n_layer).map(|il| (il + 1) % 6 != 0).collect(),
+        };
+        Ok((window, layers))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::gguf::{MetaValue, TensorInfo};
+    use candle_core::quantized::GgmlDType;
+
+    /// A llama header of 2 layers, 64 wide, 4 heads of 16, with `extra` metadata.
+    fn llama(extra: Vec<(&str, MetaValue)>) -> GgufHeader {
+        let mut metadata: std::collections::BTreeMap<String, MetaValue> = [
+            ("general.architecture", MetaValue::String("llama".into())),
+            ("llama.block_count", MetaValue::U32(2)),
+            ("llama.embedding_length", MetaValue::U32(64)),
+            ("llama.attention.head_count", MetaValue::U32(4)),
+            ("llama.feed_forward_length", MetaValue::U32(128)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        metadata.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
+        GgufHeader {
+            path: "test.gguf".into(),
+            version: 3,
+            file_size: 0,
+            metadata,
+            tensors: vec![TensorInfo {
+                name: "token_embd.weight".into(),
+                dtype: GgmlDType::F32,
+                dims: vec![64, 100],
+                offset: 0,
+                size_bytes: 64 * 100 * 4,
+            }],
+        }
+    }
+
+    #[test]
+    fn rotary_dimensions_default_to_the_head_and_may_be_fewer() {
+        let config = ModelConfig::from_header(&llama(vec![])).unwrap();
+        assert_eq!((config.head_dim, config.rope.n_rot), (16, 16));
+        let partial = llama(vec![("llama.rope.dimension_count", MetaValue::U32(8))]);
+        assert_eq!(ModelConfig::from_header(&partial).unwrap().rope.n_rot, 8);
+    }
+
+    #[test]
+    fn rotary_dimensions_that_do_not_fit_the_head_are_refused() {
+        for bad in [32, 7] {
+            let header = llama(vec![("llama.rope.dimension_count", MetaValue::U32(bad))]);
+            let err = ModelConfig::from_header(&header).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("llama.rope.dimension_count is {bad}"))
+                    && err.contains("heads of 16"),
+                "{err}"
+            );
+        }
     }
 }

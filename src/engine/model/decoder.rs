@@ -6,7 +6,7 @@
 
 use super::config::ModelConfig;
 use super::embedding::RowTable;
-use super::kv_cache::KvCache;
+use super::kv_cache::{CacheType, KvCache};
 use super::layer::{Layer, LayerContext};
 use super::linear::QLinear;
 use super::rope::Rope;
@@ -40,8 +40,13 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    /// Loads the weights and prepares a cache of `context_size` positions.
-    pub fn load(cfg: ModelConfig, weights: &WeightFile, context_size: usize) -> Result<Self> {
+    /// Loads the weights and prepares a cache of `context_size` positions in `cache_type`.
+    pub fn load(
+        cfg: ModelConfig,
+        weights: &WeightFile,
+        context_size: usize,
+        cache_type: CacheType,
+    ) -> Result<Self> {
         let e = cfg.n_embd;
         let layers = (0..cfg.n_layer)
             .map(|il| Layer::load(&cfg, weights, il).with_context(|| format!("layer {il}")))
@@ -67,12 +72,12 @@ impl Decoder {
             None
         };
         let (rope, rope_swa) = Self::ropes(&cfg, weights, context_size)?;
-        let head_dims: Vec<Option<usize>> = layers
-            .iter()
-            .enumerate()
-            .map(|(il, layer)| layer.own_cache_head_dim(il))
-            .collect();
-        let cache = KvCache::new(&head_dims, cfg.n_head_kv, context_size);
+        let cache = KvCache::new(
+            &cfg.cache_head_dims()?,
+            cfg.n_head_kv,
+            context_size,
+            cache_type,
+        )?;
         Ok(Self {
             output_norm: weights.vector("output_norm.weight", e)?,
             token_embd,

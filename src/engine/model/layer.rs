@@ -163,11 +163,6 @@ impl Layer {
         self.sliding
     }
 
-    /// The head size of this layer's own KV cache, or `None` when it reads another layer's.
-    pub fn own_cache_head_dim(&self, il: usize) -> Option<usize> {
-        (self.kv_source == il).then_some(self.head_dim)
-    }
-
     /// `x` is `(tokens, n_embd)` row-major; the layer's output replaces it.
     pub fn forward(&self, il: usize, x: &mut [f32], ctx: LayerContext) -> Result<()> {
         let cfg = ctx.cfg;

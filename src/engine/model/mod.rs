@@ -16,6 +16,7 @@ pub mod weights;
 use crate::engine::gguf::GgufHeader;
 use anyhow::{Context, Result};
 pub use config::{Arch, ModelConfig};
+pub use kv_cache::{CacheType, KvCache};
 
 /// What the engine needs from a model implementation, so implementations can be swapped.
 pub trait LanguageModel: Send {
@@ -24,6 +25,8 @@ pub trait LanguageModel: Send {
     fn context_size(&self) -> usize;
     /// Positions currently in the KV cache.
     fn cached_len(&self) -> usize;
+    /// The KV cache's number format.
+    fn cache_type(&self) -> CacheType;
     /// Forgets cached positions from `len` on, so a prompt that shares a prefix re-reads only
     /// the rest.
     fn truncate_cache(&mut self, len: usize);
@@ -42,6 +45,9 @@ impl LanguageModel for decoder::Decoder {
     fn cached_len(&self) -> usize {
         self.cache().len()
     }
+    fn cache_type(&self) -> CacheType {
+        self.cache().kind()
+    }
     fn truncate_cache(&mut self, len: usize) {
         self.cache_mut().truncate(len)
     }
@@ -55,17 +61,35 @@ pub fn effective_context(requested: usize, config: &ModelConfig) -> usize {
     requested.clamp(1, config.context_length.max(1))
 }
 
-/// [`load`] while `beside` (the tokenizer build) runs on a thread of its own: a cold start
-/// takes the longer of the two, not their sum. The thread lives only for the load, so
+/// How a model is loaded: its KV cache's size and number format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// Positions asked for; capped at the model's training context.
+    pub context: usize,
+    pub cache_type: CacheType,
+}
+
+impl CacheOptions {
+    /// `context` positions in the default format (f16).
+    pub fn new(context: usize) -> Self {
+        Self {
+            context,
+            cache_type: CacheType::default(),
+        }
+    }
+}
+
+/// [`load_with`] while `beside` (the tokenizer build) runs on a thread of its own: a cold
+/// start takes the longer of the two, not their sum. The thread lives only for the load, so
 /// `--threads` still counts the compute threads exactly.
 pub fn load_beside<T: Send>(
     header: &GgufHeader,
-    requested_context: usize,
+    cache: CacheOptions,
     beside: impl FnOnce() -> Result<T> + Send,
 ) -> (Result<T>, Result<Box<dyn LanguageModel>>) {
     std::thread::scope(|scope| {
         let side = scope.spawn(beside);
-        let model = load(header, requested_context);
+        let model = load_with(header, cache);
         let side = side
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the tokenizer build panicked")));
@@ -73,12 +97,52 @@ pub fn load_beside<T: Send>(
     })
 }
 
-/// Loads the weights of an already validated header.
+/// Loads the weights of an already validated header with an f16 cache of
+/// `requested_context` positions.
 pub fn load(header: &GgufHeader, requested_context: usize) -> Result<Box<dyn LanguageModel>> {
+    load_with(header, CacheOptions::new(requested_context))
+}
+
+/// Loads the weights of an already validated header. A KV cache the machine has no memory for
+/// is refused first, with the bytes it would need.
+pub fn load_with(header: &GgufHeader, cache: CacheOptions) -> Result<Box<dyn LanguageModel>> {
     let what = || format!("{}", header.path.display());
     let config = ModelConfig::from_header(header).with_context(what)?;
-    let context = effective_context(requested_context, &config);
+    let context = effective_context(cache.context, &config);
+    check_cache_fits(&config, context, cache.cache_type).with_context(what)?;
     let weights = weights::WeightFile::open(header)?;
-    let model = decoder::Decoder::load(config, &weights, context).with_context(what)?;
+    let model =
+        decoder::Decoder::load(config, &weights, context, cache.cache_type).with_context(what)?;
     Ok(Box::new(model))
+}
+
+/// Bytes the KV cache of `context` positions takes when full.
+pub fn cache_bytes(config: &ModelConfig, context: usize, cache_type: CacheType) -> Result<u64> {
+    Ok(KvCache::bytes_needed(
+        &config.cache_head_dims()?,
+        config.n_head_kv,
+        context,
+        cache_type,
+    ))
+}
+
+/// Refuses a context whose full KV cache is more than the memory available now.
+fn check_cache_fits(config: &ModelConfig, context: usize, cache_type: CacheType) -> Result<()> {
+    let needed = cache_bytes(config, context, cache_type)?;
+    if let Some(available) = crate::stats::available_memory_bytes() {
+        if needed > available {
+            anyhow::bail!(
+                "a context of {context} tokens needs {needed} bytes ({}) of {cache_type} KV \
+                 cache, more than the {} this machine has available: lower --ctx-size{}",
+                crate::stats::human_bytes(needed),
+                crate::stats::human_bytes(available),
+                if cache_type == CacheType::Q8_0 {
+                    ""
+                } else {
+                    " or use --cache-type q8_0"
+                }
+            );
+        }
+    }
+    Ok(())
 }

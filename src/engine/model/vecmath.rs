@@ -89,6 +89,36 @@ pub fn dot_inline(a: &[f32], b: &[f32]) -> f32 {
     sum_lanes(&acc) + tail
 }
 
+/// The largest of `x` (NaN-free input), lane by lane then across the lanes.
+#[inline(always)]
+pub fn max_inline(x: &[f32]) -> f32 {
+    let (chunks, tail) = x.as_chunks::<LANES>();
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] = if c[l] > acc[l] { c[l] } else { acc[l] };
+        }
+    }
+    let mut m = f32::NEG_INFINITY;
+    for &v in acc.iter().chain(tail) {
+        m = if v > m { v } else { m };
+    }
+    m
+}
+
+/// `Σ x[i]`, summed in 16 lanes and then in a fixed tree.
+#[inline(always)]
+pub fn sum_inline(x: &[f32]) -> f32 {
+    let (chunks, tail) = x.as_chunks::<LANES>();
+    let mut acc = [0f32; LANES];
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] += c[l];
+        }
+    }
+    sum_lanes(&acc) + tail.iter().sum::<f32>()
+}
+
 #[inline(always)]
 fn sum_lanes(acc: &[f32; LANES]) -> f32 {
     let mut half = [0f32; LANES / 2];
@@ -177,33 +207,6 @@ multiversion! {
         assert_eq!(gate.len(), up.len(), "silu_mul: lengths differ");
         for (g, u) in gate.iter_mut().zip(up) {
             *g = silu_inline(*g) * u;
-        }
-    }
-}
-
-multiversion! {
-    /// softmax(q·Kᵀ × scale)·V for one query over the keys it sees (`keys` and `values` are
-    /// rows of `q.len()`), into `out`; `scores` is scratch space that is resized as needed.
-    pub fn attend(q: &[f32], keys: &[f32], values: &[f32], scale: f32, scores: &mut Vec<f32>, out: &mut [f32]) {
-        let d = q.len();
-        scores.clear();
-        scores.extend(keys.chunks_exact(d).map(|k| dot_inline(q, k) * scale));
-        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        for s in scores.iter_mut() {
-            *s = exp_inline(*s - max);
-        }
-        let (chunks, tail) = scores.as_chunks::<LANES>();
-        let mut acc = [0f32; LANES];
-        for c in chunks {
-            for l in 0..LANES {
-                acc[l] += c[l];
-            }
-        }
-        let sum = sum_lanes(&acc) + tail.iter().sum::<f32>();
-        let inv = 1.0 / sum;
-        out.fill(0.0);
-        for (p, v) in scores.iter().zip(values.chunks_exact(d)) {
-            axpy_inline(out, p * inv, v);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Everything the TUI shows, in one value. `update` changes it; `ui::render` draws it.
 //! One file per concern: the conversation, the editor, the model, live stats, the picker,
-//! the settings, the saved session, and (here) the scroll position and which overlay is open.
+//! the settings, the saved session, and (here) the phase of the turn, the scroll position and
+//! which overlay is open.
 
 pub mod conversation;
 pub mod input;
@@ -35,6 +36,26 @@ pub enum Overlay {
     Sessions,
 }
 
+/// Whether a turn is running. The one answer to "is the model answering?"; the stats of the
+/// turn (`LiveStats::turn`) are figures, not this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    #[default]
+    Idle,
+    /// A generation was asked for and has not finished, failed or been stopped.
+    Answering { turn_id: u64 },
+}
+
+impl Phase {
+    /// The running turn, if any.
+    pub fn turn_id(self) -> Option<u64> {
+        match self {
+            Phase::Idle => None,
+            Phase::Answering { turn_id } => Some(turn_id),
+        }
+    }
+}
+
 /// The chat pane's scroll position. Following means the newest line is always in view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scroll {
@@ -64,7 +85,10 @@ pub struct Viewport {
 pub struct State {
     /// The time of the message being handled; the only clock `update` and rendering see.
     pub now: Instant,
+    pub phase: Phase,
     pub overlay: Overlay,
+    /// The first line of the help overlay shown (it scrolls when taller than the screen).
+    pub help_top: usize,
     pub conversation: Conversation,
     pub input: InputState,
     pub model: ModelState,
@@ -85,6 +109,8 @@ pub struct State {
     pub status: Option<String>,
     /// The KV-cache size asked of every load.
     pub context_size: usize,
+    /// The KV cache's number format models are loaded with.
+    pub cache_type: crate::engine::model::CacheType,
     /// False once the engine thread has gone; nothing more can be generated.
     pub engine_alive: bool,
     pub quit: bool,
@@ -95,7 +121,9 @@ impl State {
     pub fn new(settings: Settings, context_size: usize, models_dir: PathBuf, now: Instant) -> Self {
         Self {
             now,
+            phase: Phase::Idle,
             overlay: Overlay::None,
+            help_top: 0,
             conversation: Conversation::default(),
             input: InputState::default(),
             model: ModelState::default(),
@@ -119,6 +147,7 @@ impl State {
             show_thinking: false,
             status: None,
             context_size,
+            cache_type: Default::default(),
             engine_alive: true,
             quit: false,
             last_turn_id: 0,
@@ -133,7 +162,7 @@ impl State {
 
     /// An answer is being generated (or read from the prompt).
     pub fn generating(&self) -> bool {
-        self.stats.turn.is_some()
+        matches!(self.phase, Phase::Answering { .. })
     }
 
     /// Something is running that changes the screen without events: a load or a generation.

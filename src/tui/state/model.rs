@@ -18,6 +18,8 @@ pub struct Download {
     pub done: u64,
     pub total: u64,
     pub started: Instant,
+    /// The file, once downloaded; the model loads when its header has been read.
+    pub arrived: Option<std::path::PathBuf>,
 }
 
 impl Download {

@@ -23,6 +23,9 @@ pub struct SessionState {
     pub last_saved: Option<Box<Session>>,
     /// `update` sees only `Instant`s; wall-clock times are this origin plus their distance.
     pub clock: (Instant, u64),
+    /// The random part of the next new session id. `update` draws nothing itself: the app
+    /// draws a tag ahead (`SessionEffect::DrawTag`), so a first save never waits for one.
+    pub next_tag: Option<u16>,
 }
 
 impl SessionState {
@@ -35,6 +38,7 @@ impl SessionState {
             times: HashMap::new(),
             last_saved: None,
             clock: (now, wall_s),
+            next_tag: None,
         }
     }
 

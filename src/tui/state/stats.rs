@@ -21,10 +21,9 @@ pub enum TurnPhase {
     Generating,
 }
 
-/// The turn being generated.
+/// The figures of the turn being generated (which turn runs is `State::phase`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnStats {
-    pub turn_id: u64,
     pub submitted: Instant,
     pub phase: TurnPhase,
     /// New (not reused) prompt tokens, as the last progress event said.
@@ -52,9 +51,8 @@ pub struct LiveStats {
 }
 
 impl LiveStats {
-    pub fn start_turn(&mut self, turn_id: u64, now: Instant) {
+    pub fn start_turn(&mut self, now: Instant) {
         self.turn = Some(TurnStats {
-            turn_id,
             submitted: now,
             phase: TurnPhase::ReadingPrompt { done: 0, total: 0 },
             prompt_total: 0,
@@ -65,10 +63,6 @@ impl LiveStats {
             last_sample_at: None,
             pieces_at_last_sample: 0,
         });
-    }
-
-    pub fn active_turn(&self) -> Option<u64> {
-        self.turn.as_ref().map(|t| t.turn_id)
     }
 
     pub fn prompt_progress(&mut self, done: usize, total: usize, now: Instant) {

@@ -59,7 +59,7 @@ pub fn render(frame: &mut Frame, state: &State, cache: &mut ChatCache) -> Viewpo
     match state.overlay {
         Overlay::None => {}
         Overlay::Picker => overlay::picker(frame, area, state),
-        Overlay::Help => overlay::help(frame, area),
+        Overlay::Help => overlay::help(frame, area, state),
         Overlay::Settings => overlay::settings(frame, area, state),
         Overlay::Sessions => sessions::render(frame, area, state),
     }
@@ -100,7 +100,7 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
 /// (the main action) and the last two (help, quit) always show.
 fn footer(frame: &mut Frame, area: Rect, state: &State) {
     let mut keys = keymap::footer(state);
-    let width = |keys: &[(&str, &str)]| -> usize {
+    let width = |keys: &[(String, &str)]| -> usize {
         keys.iter()
             .map(|(k, w)| k.chars().count() + w.chars().count() + 4)
             .sum()

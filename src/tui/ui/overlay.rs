@@ -3,12 +3,15 @@
 
 use super::theme;
 use crate::stats::human_bytes;
-use crate::tui::keymap::HELP;
-use crate::tui::state::{Field, State};
+use crate::tui::keys::{help_lines, HelpLine};
+use crate::tui::state::{Field, ModelEntry, State};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
+
+/// The help's key column is at most this wide; longer key lists push their text along.
+const HELP_KEYS_WIDTH: usize = 34;
 
 /// A centred rectangle of at most `width` x `height` inside `area`.
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
@@ -79,32 +82,8 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     let first = p.selected.saturating_sub(height.saturating_sub(1));
     let name_width = (list_area.width as usize).saturating_sub(52).max(12);
     for (i, e) in visible.iter().enumerate().skip(first).take(height) {
-        let mark = if Some(&e.path) == loaded { "●" } else { " " };
-        let text = match (&e.problem, &e.download) {
-            (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
-            (None, Some(_)) => format!(
-                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}  ⇣ download",
-                e.name,
-                e.architecture,
-                e.quantization,
-                human_bytes(e.file_size)
-            ),
-            (None, None) => format!(
-                " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
-                e.name,
-                e.architecture,
-                e.quantization,
-                human_bytes(e.file_size)
-            ),
-        };
-        let style = if i == p.selected {
-            theme::selected()
-        } else if e.problem.is_some() {
-            theme::dim()
-        } else {
-            Default::default()
-        };
-        lines.push(Line::from(Span::styled(text, style)));
+        let loaded = Some(&e.path) == loaded;
+        lines.push(entry_line(e, loaded, i == p.selected, name_width));
     }
     frame.render_widget(Paragraph::new(lines), list_area);
     frame.render_widget(
@@ -116,26 +95,76 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     );
 }
 
-pub fn help(frame: &mut Frame, area: Rect) {
-    let height = HELP.len() as u16 + 7;
+/// One model of the picker: name and facts, whether it must be downloaded, or its problem.
+fn entry_line(e: &ModelEntry, loaded: bool, selected: bool, name_width: usize) -> Line<'static> {
+    let mark = if loaded { "●" } else { " " };
+    let text = match (&e.problem, &e.download) {
+        (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
+        (None, Some(_)) => format!(
+            " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}  ⇣ download",
+            e.name,
+            e.architecture,
+            e.quantization,
+            human_bytes(e.file_size)
+        ),
+        (None, None) => format!(
+            " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
+            e.name,
+            e.architecture,
+            e.quantization,
+            human_bytes(e.file_size)
+        ),
+    };
+    let style = if selected {
+        theme::selected()
+    } else if e.problem.is_some() {
+        theme::dim()
+    } else {
+        Default::default()
+    };
+    Line::from(Span::styled(text, style))
+}
+
+/// Every key from the table, grouped by where it works; it scrolls when taller than the
+/// screen.
+pub fn help(frame: &mut Frame, area: Rect, state: &State) {
+    let lines = help_lines();
+    let width = lines
+        .iter()
+        .map(|l| match l {
+            HelpLine::Key { keys, .. } => keys.chars().count(),
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0)
+        .min(HELP_KEYS_WIDTH);
+    // The footer stays in view: it says how to scroll and close.
+    let height = (lines.len() as u16 + 2).min(area.height.saturating_sub(2));
     let area = centered(area, 90, height);
-    let inner = popup(frame, area, "Keys");
-    let mut lines = Vec::new();
-    let mut group = "";
-    for (g, keys, what) in HELP {
-        if *g != group {
-            if !group.is_empty() {
-                lines.push(Line::default());
+    let shown = area.height.saturating_sub(2) as usize;
+    let top = state.help_top.min(lines.len().saturating_sub(shown));
+    let title = if shown < lines.len() {
+        format!("Keys ({}–{} of {})", top + 1, top + shown, lines.len())
+    } else {
+        "Keys".to_string()
+    };
+    let inner = popup(frame, area, &title);
+    let text: Vec<Line> = lines
+        .into_iter()
+        .skip(top)
+        .take(shown)
+        .map(|line| match line {
+            HelpLine::Heading(title) => {
+                Line::from(Span::styled(format!(" {title}"), theme::heading()))
             }
-            lines.push(Line::from(Span::styled(format!(" {g}"), theme::heading())));
-            group = g;
-        }
-        lines.push(Line::from(vec![
-            Span::styled(format!("   {keys:<31} "), theme::inline_code()),
-            Span::raw(*what),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+            HelpLine::Key { keys, what } => Line::from(vec![
+                Span::styled(format!("   {keys:<width$} "), theme::inline_code()),
+                Span::raw(what),
+            ]),
+            HelpLine::Blank => Line::default(),
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(text), inner);
 }
 
 pub fn settings(frame: &mut Frame, area: Rect, state: &State) {

@@ -5,6 +5,7 @@
 use super::overlay::{centered, popup};
 use super::theme;
 use crate::sessions::time::format_utc;
+use crate::sessions::Listed;
 use crate::tui::state::{ListMode, State};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -18,65 +19,87 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State) {
         Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
     let list = &state.sessions;
     if list.entries.is_empty() {
-        let text = if list.loading {
-            "Reading the sessions…".to_string()
-        } else {
-            format!(
-                "No saved conversations in {} yet. Each one is saved there as it goes.",
-                state.session.dir.display()
-            )
-        };
-        let area = Rect {
-            x: list_area.x + 1,
-            width: list_area.width.saturating_sub(2),
-            ..list_area
-        };
-        frame.render_widget(
-            Paragraph::new(Span::styled(text, theme::dim())).wrap(Wrap { trim: true }),
-            area,
-        );
+        empty(frame, list_area, state);
     }
     let current = state.session.path();
     let height = list_area.height as usize;
     let first = list.selected.saturating_sub(height.saturating_sub(1));
     let width = list_area.width as usize;
-    let mut lines = Vec::new();
-    for (i, entry) in list.entries.iter().enumerate().skip(first).take(height) {
-        let mark = if Some(&entry.path) == current.as_ref() {
-            "●"
-        } else {
-            " "
-        };
-        let text = match &entry.summary {
-            Ok(s) => {
-                // Mark, counts, date and models take 57 columns; the title gets the rest.
-                let title_width = width.saturating_sub(57).max(10);
-                let date = format_utc(s.updated_at);
-                let date = date.trim_end_matches(" UTC");
-                let mut models: String = s.models.join(", ").chars().take(24).collect();
-                if s.models.join(", ").chars().count() > 24 {
-                    models.pop();
-                    models.push('…');
-                }
-                format!(
-                    " {mark} {:<title_width$.title_width$}  {:>3} msgs  {date}  {models}",
-                    s.title, s.messages,
-                )
-            }
-            Err(why) => format!(" ! {}  unreadable: {why}", entry.id),
-        };
-        let text: String = text.chars().take(width).collect();
-        let style = if i == list.selected {
-            theme::selected()
-        } else if entry.summary.is_err() {
-            theme::error()
-        } else {
-            Default::default()
-        };
-        lines.push(Line::from(Span::styled(text, style)));
-    }
+    let lines: Vec<Line> = list
+        .entries
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(height)
+        .map(|(i, entry)| {
+            let open = Some(&entry.path) == current.as_ref();
+            entry_line(entry, open, i == list.selected, width)
+        })
+        .collect();
     frame.render_widget(Paragraph::new(lines), list_area);
-    let hint = match (&list.mode, list.selected_entry()) {
+    frame.render_widget(
+        Paragraph::new(hint(state)).wrap(Wrap { trim: false }),
+        hint_area,
+    );
+}
+
+/// What the list says while it is read, or when there is nothing in it.
+fn empty(frame: &mut Frame, list_area: Rect, state: &State) {
+    let text = if state.sessions.loading {
+        "Reading the sessions…".to_string()
+    } else {
+        format!(
+            "No saved conversations in {} yet. Each one is saved there as it goes.",
+            state.session.dir.display()
+        )
+    };
+    let area = Rect {
+        x: list_area.x + 1,
+        width: list_area.width.saturating_sub(2),
+        ..list_area
+    };
+    frame.render_widget(
+        Paragraph::new(Span::styled(text, theme::dim())).wrap(Wrap { trim: true }),
+        area,
+    );
+}
+
+/// One session: title, messages, date and models, or why its file cannot be read.
+fn entry_line(entry: &Listed, open: bool, selected: bool, width: usize) -> Line<'static> {
+    let mark = if open { "●" } else { " " };
+    let text = match &entry.summary {
+        Ok(s) => {
+            // Mark, counts, date and models take 57 columns; the title gets the rest.
+            let title_width = width.saturating_sub(57).max(10);
+            let date = format_utc(s.updated_at);
+            let date = date.trim_end_matches(" UTC");
+            let mut models: String = s.models.join(", ").chars().take(24).collect();
+            if s.models.join(", ").chars().count() > 24 {
+                models.pop();
+                models.push('…');
+            }
+            format!(
+                " {mark} {:<title_width$.title_width$}  {:>3} msgs  {date}  {models}",
+                s.title, s.messages,
+            )
+        }
+        Err(why) => format!(" ! {}  unreadable: {why}", entry.id),
+    };
+    let text: String = text.chars().take(width).collect();
+    let style = if selected {
+        theme::selected()
+    } else if entry.summary.is_err() {
+        theme::error()
+    } else {
+        Default::default()
+    };
+    Line::from(Span::styled(text, style))
+}
+
+/// The bottom line: the title being typed, the delete question, or what the keys do.
+fn hint(state: &State) -> Line<'static> {
+    let list = &state.sessions;
+    match (&list.mode, list.selected_entry()) {
         (ListMode::Rename(title), _) => Line::from(vec![
             Span::styled(" new title: ", theme::dim()),
             Span::raw(title.clone()),
@@ -98,6 +121,5 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State) {
             " ● this conversation · Enter continues one · r renames · d deletes",
             theme::dim(),
         )),
-    };
-    frame.render_widget(Paragraph::new(hint).wrap(Wrap { trim: false }), hint_area);
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::theme;
 use crate::stats::human_bytes;
-use crate::tui::state::{State, TurnPhase};
+use crate::tui::state::{Phase, State, TurnPhase};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -130,9 +130,19 @@ fn model_rows(rows: &mut Vec<Row>, facts: (&String, &String, &String, u64, u64),
     rows.push(field(2, "load", load, plain));
 }
 
+/// The panel's rows, top to bottom: the model, the phase, the figures.
 fn rows(state: &State) -> Vec<Row> {
-    let plain = Style::default();
     let mut rows = Vec::new();
+    model_section(&mut rows, state);
+    rows.push(text(5, Line::default()));
+    phase_rows(&mut rows, state);
+    rate_rows(&mut rows, state);
+    context_rows(&mut rows, state);
+    rows
+}
+
+/// The model loading, or loaded, or a hint when there is none.
+fn model_section(rows: &mut Vec<Row>, state: &State) {
     // While a load runs the old model is already gone (the worker frees it first).
     match (&state.model.loading, &state.model.loaded) {
         (Some(loading), _) => {
@@ -144,7 +154,7 @@ fn rows(state: &State) -> Vec<Row> {
                 e.file_size,
                 e.parameters,
             );
-            model_rows(&mut rows, facts, "…".into());
+            model_rows(rows, facts, "…".into());
         }
         (None, Some(info)) => {
             let facts = (
@@ -154,15 +164,17 @@ fn rows(state: &State) -> Vec<Row> {
                 info.file_size,
                 info.parameters,
             );
-            model_rows(&mut rows, facts, format!("{:.2} s", info.load_s));
+            model_rows(rows, facts, format!("{:.2} s", info.load_s));
         }
         (None, None) => {
             rows.push(text(0, Line::styled("no model", theme::dim())));
             rows.push(text(2, Line::styled("Ctrl+P picks one", theme::dim())));
         }
     }
-    rows.push(text(5, Line::default()));
+}
 
+/// What is going on: a download (with its gauge), a load, the turn's phase, or idle.
+fn phase_rows(rows: &mut Vec<Row>, state: &State) {
     if let Some(d) = &state.model.download {
         rows.push(field(
             0,
@@ -195,26 +207,37 @@ fn rows(state: &State) -> Vec<Row> {
         let value = format!("{spin} loading {:.1} s", elapsed.as_secs_f64());
         rows.push(field(0, "phase", value, theme::warning()));
     } else {
-        match state.stats.turn.as_ref().map(|t| t.phase) {
-            Some(TurnPhase::ReadingPrompt { done, total }) => {
-                rows.push(field(0, "phase", "reading prompt", theme::warning()));
-                // Progress comes after each chunk of the prompt; before the first, it started.
-                let bar = match total {
-                    0 => Widget::Bar(0.0, "starting".into()),
-                    _ => Widget::Bar(done as f64 / total as f64, format!("{done}/{total} tok")),
-                };
-                rows.push(Row {
-                    keep: 0,
-                    widget: bar,
-                });
-            }
-            Some(TurnPhase::Generating) => {
-                rows.push(field(0, "phase", "generating", theme::info()))
-            }
-            None => rows.push(field(0, "phase", "idle", plain)),
-        }
+        turn_rows(rows, state);
     }
+}
 
+/// The running turn's phase (a progress bar while the prompt is read), or idle.
+fn turn_rows(rows: &mut Vec<Row>, state: &State) {
+    let turn = match state.phase {
+        Phase::Answering { .. } => state.stats.turn.as_ref().map(|t| t.phase),
+        Phase::Idle => None,
+    };
+    match turn {
+        Some(TurnPhase::ReadingPrompt { done, total }) => {
+            rows.push(field(0, "phase", "reading prompt", theme::warning()));
+            // Progress comes after each chunk of the prompt; before the first, it started.
+            let bar = match total {
+                0 => Widget::Bar(0.0, "starting".into()),
+                _ => Widget::Bar(done as f64 / total as f64, format!("{done}/{total} tok")),
+            };
+            rows.push(Row {
+                keep: 0,
+                widget: bar,
+            });
+        }
+        Some(TurnPhase::Generating) => rows.push(field(0, "phase", "generating", theme::info())),
+        None => rows.push(field(0, "phase", "idle", Style::default())),
+    }
+}
+
+/// Time to first token, prompt and decode rates with the sparkline, tokens generated.
+fn rate_rows(rows: &mut Vec<Row>, state: &State) {
+    let plain = Style::default();
     let s = &state.stats;
     rows.push(field(
         1,
@@ -240,6 +263,13 @@ fn rows(state: &State) -> Vec<Row> {
         or_dash(s.generated(), |n| n.to_string()),
         plain,
     ));
+}
+
+/// The context used (with its gauge), cached tokens, the KV cache's format and full size,
+/// memory, threads, dropped messages.
+fn context_rows(rows: &mut Vec<Row>, state: &State) {
+    let plain = Style::default();
+    let s = &state.stats;
     let context_size = state.model.loaded.as_ref().map(|i| i.context_size);
     let used = s.context_used();
     rows.push(field(
@@ -263,6 +293,20 @@ fn rows(state: &State) -> Vec<Row> {
         or_dash(cached, |c| format!("{c} tok reused")),
         plain,
     ));
+    // What the cache will take at a full context, so the memory row's growth is no surprise.
+    let cache = state
+        .model
+        .loaded
+        .as_ref()
+        .map(|i| (i.cache_type, i.cache_bytes));
+    rows.push(field(
+        2,
+        "KV cache",
+        or_dash(cache, |(t, bytes)| {
+            format!("{t}, {} full", human_bytes(bytes))
+        }),
+        plain,
+    ));
     let memory = match (s.rss, s.peak_rss) {
         (Some(r), Some(p)) => format!("{} (peak {})", human_bytes(r), human_bytes(p)),
         (Some(r), None) => human_bytes(r),
@@ -279,5 +323,4 @@ fn rows(state: &State) -> Vec<Row> {
     if s.last.as_ref().is_some_and(|u| u.dropped_messages > 0) {
         rows.push(field(1, "dropped", "oldest messages", theme::warning()));
     }
-    rows
 }

@@ -1,16 +1,22 @@
-//! The key/value cache: one preallocated buffer per layer, written in place, truncatable.
+//! The key/value cache: one preallocated store per layer, written in place, truncatable, in
+//! the number format the user chose (`--cache-type`: f16 by default, q8_0, f32).
 //!
 //! Buffers are sized to the session's context, not the model's maximum, and start as zeroed
 //! allocations the OS maps lazily, so memory grows with the conversation.
 
+mod convert;
+mod store;
+
+pub use store::{CacheType, KeyStore, ValueStore};
+
 use anyhow::{bail, Result};
 
-/// One layer's keys and values, laid out `(kv_heads, capacity, head_dim)` so that each head's
-/// positions are contiguous.
+/// One layer's keys (by tiles, transposed) and values (rows), each head's positions
+/// contiguous.
 pub struct LayerCache {
-    pub k: Vec<f32>,
-    pub v: Vec<f32>,
-    head_dim: usize,
+    pub k: KeyStore,
+    pub v: ValueStore,
+    pub head_dim: usize,
 }
 
 pub struct KvCache {
@@ -18,34 +24,69 @@ pub struct KvCache {
     layers: Vec<Option<LayerCache>>,
     kv_heads: usize,
     capacity: usize,
+    kind: CacheType,
     /// Positions currently held (same for every layer once a forward pass completes).
     len: usize,
 }
 
 impl KvCache {
     /// `head_dims` has one entry per layer: its head size, or `None` when it owns no cache.
-    pub fn new(head_dims: &[Option<usize>], kv_heads: usize, capacity: usize) -> Self {
+    pub fn new(
+        head_dims: &[Option<usize>],
+        kv_heads: usize,
+        capacity: usize,
+        kind: CacheType,
+    ) -> Result<Self> {
+        for d in head_dims.iter().flatten() {
+            kind.check_head_dim(*d)?;
+        }
         let layers = head_dims
             .iter()
             .map(|d| {
                 d.map(|head_dim| LayerCache {
-                    k: vec![0f32; kv_heads * capacity * head_dim],
-                    v: vec![0f32; kv_heads * capacity * head_dim],
+                    k: KeyStore::new(kind, kv_heads, capacity, head_dim),
+                    v: ValueStore::new(kind, kv_heads, capacity, head_dim),
                     head_dim,
                 })
             })
             .collect();
-        Self {
+        Ok(Self {
             layers,
             kv_heads,
             capacity,
+            kind,
             len: 0,
-        }
+        })
     }
 
     /// The same head size and a cache of its own for each of `n_layer` layers.
-    pub fn uniform(n_layer: usize, kv_heads: usize, head_dim: usize, capacity: usize) -> Self {
-        Self::new(&vec![Some(head_dim); n_layer], kv_heads, capacity)
+    pub fn uniform(
+        n_layer: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        capacity: usize,
+        kind: CacheType,
+    ) -> Result<Self> {
+        Self::new(&vec![Some(head_dim); n_layer], kv_heads, capacity, kind)
+    }
+
+    /// Bytes a cache of these layers takes once all `capacity` positions are written.
+    pub fn bytes_needed(
+        head_dims: &[Option<usize>],
+        kv_heads: usize,
+        capacity: usize,
+        kind: CacheType,
+    ) -> u64 {
+        let per_position: usize = head_dims
+            .iter()
+            .flatten()
+            .map(|&d| 2 * kv_heads * kind.row_bytes(d))
+            .sum();
+        per_position as u64 * capacity as u64
+    }
+
+    pub fn kind(&self) -> CacheType {
+        self.kind
     }
 
     pub fn len(&self) -> usize {
@@ -92,9 +133,8 @@ impl KvCache {
         for t in 0..tokens {
             for h in 0..heads {
                 let src = (t * heads + h) * d;
-                let dst = (h * cap + start + t) * d;
-                cache.k[dst..dst + d].copy_from_slice(&k[src..src + d]);
-                cache.v[dst..dst + d].copy_from_slice(&v[src..src + d]);
+                cache.k.write(h, start + t, &k[src..src + d]);
+                cache.v.write(h, start + t, &v[src..src + d]);
             }
         }
         Ok(cache)

@@ -1,50 +1,32 @@
-//! Saved conversations in the TUI: autosave after every finished or stopped answer, resume,
-//! the sessions list (open, rename, delete with a confirmation) and the Markdown export.
-//! `update` calls the pure half (state in, [`SessionEffect`]s out); the app carries the
-//! effects out with [`perform`], the only half that touches files.
+//! Saved conversations in the TUI, the pure half: autosave after every finished or stopped
+//! answer, resume, the sessions list (open, rename, delete with a confirmation) and the
+//! Markdown export. State in, [`SessionEffect`]s out; the app's runner does the file work
+//! and draws the random part of new ids, and its results come back as [`SessionMsg`]s.
 
-use super::keymap::SessionAction;
-use super::state::{AnswerStatus, EntryBody, ListMode, NoticeLevel, Overlay, State};
-use super::update::{Effect, Msg};
 use crate::chat::Role;
-use crate::sessions::{
-    export, store, time, Listed, SavedMessage, SavedSampling, SavedStatus, Session,
-};
-use std::path::PathBuf;
+use crate::sessions::{export, time, SavedMessage, SavedSampling, SavedStatus, Session};
+use crate::tui::keymap::SessionAction;
+use crate::tui::msg::{Effect, SessionEffect, SessionMsg};
+use crate::tui::state::{AnswerStatus, EntryBody, ListMode, NoticeLevel, Overlay, State};
 
-/// File work for the app to do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionEffect {
-    Save { dir: PathBuf, session: Box<Session> },
-    List(PathBuf),
-    Open(PathBuf),
-    Rename { path: PathBuf, title: String },
-    Delete(PathBuf),
-    Export { path: PathBuf, markdown: String },
-}
-
-/// What came of it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionMsg {
-    SaveFailed(String),
-    Listed(Vec<Listed>),
-    Opened(Result<(PathBuf, Box<Session>), String>),
-    /// A rename or delete: what to say, and the directory as it now is.
-    Changed {
-        status: String,
-        entries: Vec<Listed>,
-    },
-    Exported(Result<PathBuf, String>),
-}
-
-/// The conversation as a record to save (giving it an id at its first save).
-pub fn record(state: &mut State) -> Session {
+/// The conversation as a record to save. Its first save gives it an id: the time and the tag
+/// the app drew ahead (a new one is asked for at once).
+pub(super) fn record(state: &mut State, fx: &mut Vec<Effect>) -> Session {
     let wall = state.session.wall_s(state.now);
-    let id = state
-        .session
-        .id
-        .get_or_insert_with(|| format!("{}-{:04x}", time::compact_utc(wall), rand::random::<u16>()))
-        .clone();
+    if state.session.id.is_none() {
+        let tag = match state.session.next_tag.take() {
+            Some(tag) => tag,
+            // No tag drawn yet (the app draws one at start, so only a caller that never
+            // carries out effects gets here): the sub-second clock is as good a tag.
+            None => state
+                .now
+                .saturating_duration_since(state.session.clock.0)
+                .subsec_micros() as u16,
+        };
+        state.session.id = Some(format!("{}-{tag:04x}", time::compact_utc(wall)));
+        want_tag(state, fx);
+    }
+    let id = state.session.id.clone().unwrap_or_default();
     let created = *state.session.created_at.get_or_insert(wall);
     let sampling = SavedSampling::new(&state.settings.sampling, state.settings.max_tokens);
     let mut session = Session::new(id, created, &state.settings.system_prompt, sampling);
@@ -80,12 +62,21 @@ pub fn record(state: &mut State) -> Session {
     session
 }
 
+/// Asks the app for the next id's tag, unless one is at hand.
+pub(super) fn want_tag(state: &State, fx: &mut Vec<Effect>) {
+    if state.session.next_tag.is_none() {
+        fx.push(Effect::Session(SessionEffect::DrawTag));
+    }
+}
+
 /// Saves the conversation if it has messages and changed since the last save.
-pub fn autosave(state: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn autosave(state: &mut State, fx: &mut Vec<Effect>) {
     if !state.conversation.has_messages() {
         return;
     }
-    let session = record(state);
+    // The save goes first; a request for the next tag (a first save's) after it.
+    let mut after = Vec::new();
+    let session = record(state, &mut after);
     let unchanged = state.session.last_saved.as_deref().is_some_and(|last| {
         Session {
             updated_at: session.updated_at,
@@ -100,6 +91,7 @@ pub fn autosave(state: &mut State, fx: &mut Vec<Effect>) {
         dir: state.session.dir.clone(),
         session: Box::new(session),
     }));
+    fx.extend(after);
 }
 
 /// Replaces the conversation with a saved one; later saves go to the same id.
@@ -152,14 +144,14 @@ pub fn restore(state: &mut State, session: Session) {
 }
 
 /// Starts a new conversation: the current one is saved as it stands, then forgotten.
-pub fn new_conversation(state: &mut State, fx: &mut Vec<Effect>) {
+pub(super) fn new_conversation(state: &mut State, fx: &mut Vec<Effect>) {
     autosave(state, fx);
     state.conversation.clear();
     state.session.reset();
     state.code_cursor = None;
 }
 
-pub fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>) {
+pub(super) fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>) {
     use SessionAction as S;
     let list = &mut state.sessions;
     match action {
@@ -205,7 +197,7 @@ pub fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>) {
 }
 
 /// A paste into the title being renamed (on one line).
-pub fn paste(state: &mut State, text: &str) {
+pub(super) fn paste(state: &mut State, text: &str) {
     if let ListMode::Rename(title) = &mut state.sessions.mode {
         title.push_str(&text.replace(['\r', '\n'], " "));
     }
@@ -264,7 +256,7 @@ fn export_markdown(state: &mut State, fx: &mut Vec<Effect>) {
         return;
     }
     autosave(state, fx);
-    let session = record(state);
+    let session = record(state, fx);
     let dir = state.session.dir.with_file_name("exports");
     fx.push(Effect::Session(SessionEffect::Export {
         path: dir.join(format!("{}.md", session.id)),
@@ -272,9 +264,10 @@ fn export_markdown(state: &mut State, fx: &mut Vec<Effect>) {
     }));
 }
 
-/// Handles what `perform` reported.
-pub fn message(state: &mut State, msg: SessionMsg) {
+/// Handles what the app's runner reported.
+pub(super) fn message(state: &mut State, msg: SessionMsg) {
     match msg {
+        SessionMsg::Tag(tag) => state.session.next_tag = Some(tag),
         SessionMsg::SaveFailed(why) => {
             // Try again at the next answer.
             state.session.last_saved = None;
@@ -298,47 +291,4 @@ pub fn message(state: &mut State, msg: SessionMsg) {
         }
         SessionMsg::Exported(Err(why)) => state.status = Some(format!("Export failed: {why}")),
     }
-}
-
-/// Carries out one effect (file I/O); the app feeds the message back to `update`.
-pub fn perform(effect: SessionEffect) -> Option<Msg> {
-    let msg = match effect {
-        SessionEffect::Save { dir, session } => match store::save(&dir, &session) {
-            Ok(_) => return None,
-            Err(e) => SessionMsg::SaveFailed(format!("{e:#}")),
-        },
-        SessionEffect::List(dir) => SessionMsg::Listed(store::list(&dir)),
-        SessionEffect::Open(path) => SessionMsg::Opened(
-            store::load(&path)
-                .map(|s| (path, Box::new(s)))
-                .map_err(|e| format!("{e:#}")),
-        ),
-        SessionEffect::Rename { path, title } => {
-            let status = match store::rename(&path, &title) {
-                Ok(()) => format!("Renamed to “{}”", title.trim()),
-                Err(e) => format!("Rename failed: {e:#}"),
-            };
-            changed(&path, status)
-        }
-        SessionEffect::Delete(path) => {
-            let status = match store::delete(&path) {
-                Ok(()) => format!("Deleted {}", path.display()),
-                Err(e) => format!("{e:#}"),
-            };
-            changed(&path, status)
-        }
-        SessionEffect::Export { path, markdown } => SessionMsg::Exported(
-            std::fs::create_dir_all(path.parent().unwrap_or(&path))
-                .map_err(anyhow::Error::from)
-                .and_then(|()| store::write_atomic(&path, markdown.as_bytes()))
-                .map(|()| path)
-                .map_err(|e| format!("{e:#}")),
-        ),
-    };
-    Some(Msg::Session(msg))
-}
-
-fn changed(path: &std::path::Path, status: String) -> SessionMsg {
-    let entries = path.parent().map(store::list).unwrap_or_default();
-    SessionMsg::Changed { status, entries }
 }

@@ -2,10 +2,10 @@
 //! each press the one before). The text goes out as an OSC 52 escape (see
 //! `terminal::copy_to_clipboard`), which terminals honour over SSH too.
 
-use super::keymap::CopyWhat;
-use super::state::{split_thinking, EntryBody, State};
-use super::update::Effect;
 use crate::chat::Role;
+use crate::tui::keymap::CopyWhat;
+use crate::tui::msg::Effect;
+use crate::tui::state::{split_thinking, EntryBody, State};
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 
 /// A code block of an answer: its language (if the fence names one) and its text.
@@ -66,7 +66,7 @@ fn answers(state: &State) -> Vec<&str> {
         .collect()
 }
 
-pub fn act(state: &mut State, what: CopyWhat, fx: &mut Vec<Effect>) {
+pub(super) fn act(state: &mut State, what: CopyWhat, fx: &mut Vec<Effect>) {
     match what {
         CopyWhat::LastAnswer => match answers(state).last() {
             Some(text) => {

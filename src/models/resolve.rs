@@ -1,0 +1,47 @@
+//! Which file a model argument means (`-m`, or the config's default model): a path, a file in
+//! the models directory, a model the config names, or a catalogue model already downloaded.
+
+use crate::config::{Config, UserModel};
+use crate::paths;
+use anyhow::{anyhow, bail, Result};
+use std::path::PathBuf;
+
+/// The model file for `arg` (or the config's default model), and the config's extras for it.
+pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<UserModel>)> {
+    let name = arg.or(config.default_model.as_deref());
+    let hub = crate::hub::HubConfig::from_env();
+    if let Some(user) = name.and_then(|n| config.user_model(n)) {
+        let path = match (&user.path, &user.repo, &user.file) {
+            (Some(path), _, _) => paths::expand_home(path),
+            (None, Some(repo), Some(file)) => crate::hub::HubFile::new(repo, file)
+                .cached(&hub)
+                .ok_or_else(|| not_downloaded(&user.name))?,
+            _ => bail!("model {:?} in the config has no path", user.name),
+        };
+        return Ok((path, Some(user.clone())));
+    }
+    let dir = super::models_dir(config);
+    match paths::resolve_model(name, &dir) {
+        Ok(path) => Ok((path, None)),
+        // Not a file and not in the models directory: perhaps a catalogue name.
+        Err(err) => match name.and_then(crate::catalog::find) {
+            Some(entry) if !entry.supported => {
+                bail!(
+                    "{} can't run in taper yet: {}",
+                    entry.name,
+                    entry.unsupported_reason
+                )
+            }
+            Some(entry) => super::catalog_path(entry, &hub)
+                .map(|path| (path, None))
+                .ok_or_else(|| not_downloaded(&entry.name)),
+            None => Err(err),
+        },
+    }
+}
+
+fn not_downloaded(name: &str) -> anyhow::Error {
+    anyhow!(
+        "{name} is not downloaded yet: run `taper models pull {name}` (or pass a local .gguf path)"
+    )
+}

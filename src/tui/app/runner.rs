@@ -1,0 +1,97 @@
+//! The effect runner: carries out what `update` asks for. Engine commands go to the worker;
+//! model scans, header reads and downloads run on threads of their own (they are file and
+//! network I/O, never done on the UI thread) and report back as messages on one channel;
+//! session files are written at once (`files`). The terminal's own effects (clear, clipboard)
+//! are the loop's, which owns the terminal.
+
+use super::files;
+use crate::engine::EngineHandle;
+use crate::tui::msg::{Effect, Msg};
+use crate::tui::scan::{self, ModelSources};
+use crate::tui::state::ModelEntry;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Download progress is reported at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// What the runner needs besides the effect.
+pub struct Runner {
+    pub engine: EngineHandle,
+    pub sources: ModelSources,
+    /// Where background work sends its messages.
+    pub background: UnboundedSender<Msg>,
+    /// The running download's stop flag.
+    pub cancel_download: Arc<AtomicBool>,
+}
+
+impl Runner {
+    /// Carries out one effect (not the terminal's); a message comes back at once when the
+    /// effect has an immediate answer (a failed send, a session file, a thread not started).
+    pub fn carry_out(&self, effect: Effect) -> Option<Msg> {
+        match effect {
+            Effect::Send(command) => self.engine.send(command).err().map(|_| Msg::EngineStopped),
+            Effect::Cancel(turn_id) => {
+                self.engine.cancel(turn_id);
+                None
+            }
+            Effect::Redraw | Effect::Copy(_) => None,
+            Effect::Session(effect) => files::perform(effect),
+            Effect::ScanModels => {
+                let sources = self.sources.clone();
+                let spawned = self.spawn("taper-scan", move || Msg::Models(scan::scan(&sources)));
+                // No thread, no scan: the picker says there are no models rather than wait.
+                spawned.err().map(|_| Msg::Models(Vec::new()))
+            }
+            Effect::ReadHeader(path) => {
+                let known = ModelEntry::from_path(path.clone());
+                let spawned = self.spawn("taper-header", move || {
+                    Msg::HeaderRead(scan::describe(&path))
+                });
+                // Without a thread the file still loads by its path (the engine reads the
+                // header then, and says what is wrong with it).
+                spawned.err().map(|_| Msg::HeaderRead(known))
+            }
+            Effect::CancelDownload => {
+                self.cancel_download.store(true, Ordering::SeqCst);
+                None
+            }
+            Effect::Download(file) => self.download(file),
+        }
+    }
+
+    /// Runs `job` on a named thread and sends its message back to the loop.
+    fn spawn(&self, name: &str, job: impl FnOnce() -> Msg + Send + 'static) -> std::io::Result<()> {
+        let tx = self.background.clone();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _ = tx.send(job());
+            })
+            .map(|_| ())
+    }
+
+    fn download(&self, file: crate::hub::HubFile) -> Option<Msg> {
+        self.cancel_download.store(false, Ordering::SeqCst);
+        let (hub, cancel) = (self.sources.hub.clone(), self.cancel_download.clone());
+        let progress = self.background.clone();
+        let spawned = self.spawn("taper-download", move || {
+            let mut last = Instant::now();
+            let result = crate::hub::download(&hub, &file, &cancel, |done, total| {
+                if last.elapsed() >= PROGRESS_EVERY || done == total {
+                    last = Instant::now();
+                    let _ = progress.send(Msg::DownloadProgress { done, total });
+                }
+            });
+            match result {
+                Ok(path) => Msg::Downloaded(path),
+                Err(e) => Msg::DownloadFailed(e.to_string()),
+            }
+        });
+        spawned
+            .err()
+            .map(|e| Msg::DownloadFailed(format!("cannot start the download: {e}")))
+    }
+}

@@ -1,0 +1,82 @@
+//! What a key asks for: the actions of the key table, which `update` carries out. Data
+//! only; what each key is bound to is the table's business.
+
+use crossterm::event::KeyEvent;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Quit,
+    /// Send the editor's text.
+    Send,
+    Newline,
+    /// Stop the generation (Esc).
+    Stop,
+    Regenerate,
+    NewConversation,
+    OpenPicker,
+    OpenSettings,
+    OpenHelp,
+    CloseOverlay,
+    /// Scroll the help by lines, or by pages.
+    HelpScroll(isize),
+    HelpPage(isize),
+    ToggleThinking,
+    /// Clear the terminal and draw everything again.
+    Redraw,
+    PageUp,
+    PageDown,
+    /// Scroll to the newest line and keep following; the key also goes to the editor.
+    Follow(KeyEvent),
+    HistoryOlder,
+    HistoryNewer,
+    /// A key for the editor (typing, cursor movement).
+    Edit(KeyEvent),
+    PickerUp,
+    PickerDown,
+    PickerLoad,
+    PickerType(char),
+    PickerBackspace,
+    FieldUp,
+    FieldDown,
+    /// Start editing the selected field, or commit the edit.
+    FieldEnter,
+    FieldType(char),
+    FieldBackspace,
+    FieldClear,
+    /// Leave the edit without applying it.
+    FieldCancel,
+    /// Saved conversations: the list overlay and export (handled in `update::sessions`).
+    Session(SessionAction),
+    /// Copy to the clipboard (handled in `update::copy`).
+    Copy(CopyWhat),
+    Ignore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionAction {
+    /// Open the sessions list.
+    OpenList,
+    /// Write the conversation as Markdown.
+    Export,
+    Up,
+    Down,
+    /// Continue the selected session.
+    Load,
+    /// Start renaming the selected session.
+    Rename,
+    /// Ask to delete the selected session.
+    Delete,
+    /// Apply the rename, or delete after the confirmation.
+    Confirm,
+    /// Leave the rename or the confirmation.
+    Cancel,
+    Type(char),
+    Backspace,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyWhat {
+    LastAnswer,
+    /// The next code block, from the newest back.
+    CodeBlock,
+}

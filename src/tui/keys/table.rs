@@ -1,0 +1,383 @@
+//! The table itself: every key of the TUI, context by context, in the order the help lists
+//! them and the footer shows them. README.md's key table is the user-facing copy.
+
+use super::build::{bind, ch, ctrl, key, session_type, with};
+use super::{Action, CopyWhat, SessionAction as S};
+use super::{Binding, Combo, Context, Does, Screens, When};
+use crossterm::event::{KeyCode, KeyModifiers};
+use Context::*;
+
+const UP: KeyCode = KeyCode::Up;
+const DOWN: KeyCode = KeyCode::Down;
+const ENTER: KeyCode = KeyCode::Enter;
+const ESC: KeyCode = KeyCode::Esc;
+const BACKSPACE: KeyCode = KeyCode::Backspace;
+const ALT: KeyModifiers = KeyModifiers::ALT;
+const R: Screens = Screens::READY;
+const A: Screens = Screens::ANSWERING;
+const D: Screens = Screens::DOWNLOADING;
+const OVERLAYS: Screens = Screens::HELP
+    .or(Screens::PICKER)
+    .or(Screens::SETTINGS)
+    .or(Screens::SESSIONS);
+
+pub const KEYS: &[Binding] = &[
+    // The chat.
+    bind(Chat, &[key(ENTER)], Action::Send, "send the message").footer(&[(R, "send")]),
+    bind(
+        Chat,
+        &[
+            with(ENTER, ALT),
+            with(ENTER, KeyModifiers::SHIFT),
+            ctrl('j'),
+        ],
+        Action::Newline,
+        "new line in the message (a paste never sends)",
+    )
+    .footer(&[(R, "new line")]),
+    bind(
+        Chat,
+        &[key(UP)],
+        Action::HistoryOlder,
+        "recall earlier messages (on an empty one)",
+    )
+    .when(When::CanRecallOlder),
+    bind(
+        Chat,
+        &[key(DOWN)],
+        Action::HistoryNewer,
+        "recall later messages",
+    )
+    .when(When::CanRecallNewer),
+    bind(
+        Chat,
+        &[key(ESC)],
+        Action::Stop,
+        "stop the answer (its text stays) or the download",
+    )
+    .footer(&[(A, "stop"), (D, "stop download")]),
+    bind(
+        Chat,
+        &[key(KeyCode::PageUp)],
+        Action::PageUp,
+        "scroll up (the mouse wheel too)",
+    )
+    .footer(&[(A, "scroll")]),
+    bind(
+        Chat,
+        &[key(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll down",
+    )
+    .footer(&[(A, "scroll")]),
+    bind(
+        Chat,
+        &[key(KeyCode::End)],
+        Action::Ignore,
+        "follow the newest text",
+    )
+    .does(Does::Key(Action::Follow)),
+    bind(
+        Chat,
+        &[ctrl('p')],
+        Action::OpenPicker,
+        "pick a model (the conversation is kept)",
+    )
+    .footer(&[
+        (R.or(A).or(D), "model"),
+        (Screens::NO_MODEL, "pick a model"),
+    ]),
+    bind(
+        Chat,
+        &[ctrl('s')],
+        Action::OpenSettings,
+        "system prompt and sampling settings",
+    )
+    .footer(&[(R, "settings")]),
+    bind(
+        Chat,
+        &[ctrl('r')],
+        Action::Regenerate,
+        "regenerate the last answer",
+    )
+    .footer(&[(R, "regenerate")]),
+    bind(
+        Chat,
+        &[ctrl('n')],
+        Action::NewConversation,
+        "new conversation",
+    )
+    .footer(&[(R, "new chat")]),
+    bind(
+        Chat,
+        &[ctrl('o')],
+        Action::Session(S::OpenList),
+        "saved conversations: open, rename, delete",
+    )
+    .footer(&[(R, "sessions")]),
+    bind(
+        Chat,
+        &[ctrl('e')],
+        Action::Session(S::Export),
+        "export the conversation as Markdown",
+    ),
+    bind(
+        Chat,
+        &[ctrl('t')],
+        Action::ToggleThinking,
+        "show or fold thinking",
+    )
+    .footer(&[(R.or(A), "thinking")]),
+    bind(
+        Chat,
+        &[ctrl('y')],
+        Action::Copy(CopyWhat::LastAnswer),
+        "copy the last answer",
+    ),
+    bind(
+        Chat,
+        &[with(KeyCode::Char('y'), ALT), with(KeyCode::Char('Y'), ALT)],
+        Action::Copy(CopyWhat::CodeBlock),
+        "copy a code block; again: the one before",
+    ),
+    bind(
+        Chat,
+        &[ch('?')],
+        Action::OpenHelp,
+        "this help (on an empty message)",
+    )
+    .when(When::InputEmpty)
+    .footer(&[(R.or(D).or(Screens::NO_MODEL), "help")]),
+    bind(Chat, &[key(KeyCode::F(1))], Action::OpenHelp, "this help"),
+    bind(
+        Chat,
+        &[Combo::Any],
+        Action::Ignore,
+        "write and edit the message",
+    )
+    .does(Does::Key(Action::Edit)),
+    // Whatever is open.
+    bind(
+        Anywhere,
+        &[ctrl('q'), ctrl('c')],
+        Action::Quit,
+        "quit (also while loading or answering)",
+    )
+    .footer(&[(Screens::CHAT.or(OVERLAYS), "quit")]),
+    bind(Anywhere, &[ctrl('l')], Action::Redraw, "redraw the screen"),
+    // The model picker.
+    bind(
+        Picker,
+        &[Combo::AnyChar],
+        Action::Ignore,
+        "filter by name, architecture, quantization",
+    )
+    .does(Does::Char(Action::PickerType))
+    .footer(&[(Screens::PICKER, "filter")]),
+    bind(
+        Picker,
+        &[key(BACKSPACE)],
+        Action::PickerBackspace,
+        "delete from the filter",
+    ),
+    bind(
+        Picker,
+        &[key(UP), ctrl('p')],
+        Action::PickerUp,
+        "select the model above",
+    )
+    .footer(&[(Screens::PICKER, "select")]),
+    bind(
+        Picker,
+        &[key(DOWN), key(KeyCode::Tab), ctrl('n')],
+        Action::PickerDown,
+        "select the model below",
+    )
+    .footer(&[(Screens::PICKER, "select")]),
+    bind(
+        Picker,
+        &[key(ENTER)],
+        Action::PickerLoad,
+        "load the selected model (downloading it first)",
+    )
+    .footer(&[(Screens::PICKER, "load (or download)")]),
+    bind(Picker, &[key(ESC)], Action::CloseOverlay, "close").footer(&[(Screens::PICKER, "close")]),
+    // The settings form.
+    bind(
+        Settings,
+        &[key(UP), key(KeyCode::BackTab)],
+        Action::FieldUp,
+        "select the setting above",
+    )
+    .footer(&[(Screens::SETTINGS, "select")]),
+    bind(
+        Settings,
+        &[key(DOWN), key(KeyCode::Tab)],
+        Action::FieldDown,
+        "select the setting below",
+    )
+    .footer(&[(Screens::SETTINGS, "select")]),
+    bind(
+        Settings,
+        &[key(ENTER)],
+        Action::FieldEnter,
+        "edit the selected setting",
+    )
+    .footer(&[(Screens::SETTINGS, "edit")]),
+    bind(
+        Settings,
+        &[key(ESC), ch('q'), ctrl('s')],
+        Action::CloseOverlay,
+        "close",
+    )
+    .footer(&[(Screens::SETTINGS, "close")]),
+    bind(
+        SettingsEdit,
+        &[key(ENTER)],
+        Action::FieldEnter,
+        "apply the value",
+    )
+    .footer(&[(Screens::SETTINGS_EDIT, "apply")]),
+    bind(
+        SettingsEdit,
+        &[ctrl('u')],
+        Action::FieldClear,
+        "clear the value",
+    )
+    .footer(&[(Screens::SETTINGS_EDIT, "clear")]),
+    bind(
+        SettingsEdit,
+        &[key(ESC)],
+        Action::FieldCancel,
+        "leave the value as it was",
+    )
+    .footer(&[(Screens::SETTINGS_EDIT, "cancel")]),
+    bind(
+        SettingsEdit,
+        &[key(BACKSPACE)],
+        Action::FieldBackspace,
+        "delete a character",
+    ),
+    bind(
+        SettingsEdit,
+        &[Combo::AnyChar],
+        Action::Ignore,
+        "write the value",
+    )
+    .does(Does::Char(Action::FieldType)),
+    // The saved conversations.
+    bind(
+        Sessions,
+        &[key(UP), ctrl('p')],
+        Action::Session(S::Up),
+        "select the one above",
+    )
+    .footer(&[(Screens::SESSIONS, "select")]),
+    bind(
+        Sessions,
+        &[key(DOWN), key(KeyCode::Tab), ctrl('n')],
+        Action::Session(S::Down),
+        "select the one below",
+    )
+    .footer(&[(Screens::SESSIONS, "select")]),
+    bind(
+        Sessions,
+        &[key(ENTER)],
+        Action::Session(S::Load),
+        "continue the selected conversation",
+    )
+    .footer(&[(Screens::SESSIONS, "open")]),
+    bind(
+        Sessions,
+        &[ch('r'), key(KeyCode::F(2))],
+        Action::Session(S::Rename),
+        "rename it",
+    )
+    .footer(&[(Screens::SESSIONS, "rename")]),
+    bind(
+        Sessions,
+        &[ch('d'), key(KeyCode::Delete)],
+        Action::Session(S::Delete),
+        "delete it (asks first)",
+    )
+    .footer(&[(Screens::SESSIONS, "delete")]),
+    bind(
+        Sessions,
+        &[key(ESC), ch('q'), ctrl('o')],
+        Action::Session(S::Cancel),
+        "close",
+    )
+    .footer(&[(Screens::SESSIONS, "close")]),
+    bind(
+        SessionsRename,
+        &[key(ENTER)],
+        Action::Session(S::Confirm),
+        "apply the new title",
+    )
+    .footer(&[(Screens::SESSIONS_RENAME, "rename")]),
+    bind(
+        SessionsRename,
+        &[key(ESC)],
+        Action::Session(S::Cancel),
+        "leave the title as it was",
+    )
+    .footer(&[(Screens::SESSIONS_RENAME, "cancel")]),
+    bind(
+        SessionsRename,
+        &[key(BACKSPACE)],
+        Action::Session(S::Backspace),
+        "delete a character",
+    ),
+    bind(
+        SessionsRename,
+        &[Combo::AnyChar],
+        Action::Ignore,
+        "write the title",
+    )
+    .does(Does::Char(session_type)),
+    bind(
+        SessionsDelete,
+        &[Combo::Typed('y'), Combo::Typed('Y')],
+        Action::Session(S::Confirm),
+        "delete the file",
+    )
+    .footer(&[(Screens::SESSIONS_DELETE, "delete")]),
+    bind(
+        SessionsDelete,
+        &[Combo::Typed('n')],
+        Action::Session(S::Cancel),
+        "keep it",
+    )
+    .footer(&[(Screens::SESSIONS_DELETE, "keep")]),
+    bind(
+        SessionsDelete,
+        &[key(ESC), Combo::Any],
+        Action::Session(S::Cancel),
+        "keep it too",
+    )
+    .footer(&[(Screens::SESSIONS_DELETE, "keep")]),
+    // This help.
+    bind(
+        Help,
+        &[key(ESC), key(ENTER), key(KeyCode::F(1)), ch('?'), ch('q')],
+        Action::CloseOverlay,
+        "close the help",
+    )
+    .footer(&[(Screens::HELP, "close help")]),
+    bind(Help, &[key(UP)], Action::HelpScroll(-1), "scroll up")
+        .footer(&[(Screens::HELP, "scroll")]),
+    bind(Help, &[key(DOWN)], Action::HelpScroll(1), "scroll down")
+        .footer(&[(Screens::HELP, "scroll")]),
+    bind(
+        Help,
+        &[key(KeyCode::PageUp)],
+        Action::HelpPage(-1),
+        "page up",
+    ),
+    bind(
+        Help,
+        &[key(KeyCode::PageDown)],
+        Action::HelpPage(1),
+        "page down",
+    ),
+];

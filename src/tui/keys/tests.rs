@@ -1,0 +1,64 @@
+//! The table's own checks: no key means two things in one place, the help lists every
+//! binding of every context, and README.md's key table names every key.
+
+use super::{help_lines, Combo, Context, HelpLine, When, KEYS};
+
+#[test]
+fn no_key_is_bound_twice_in_one_context() {
+    for (i, a) in KEYS.iter().enumerate() {
+        for b in &KEYS[i + 1..] {
+            if a.context != b.context || a.when != When::Always || b.when != When::Always {
+                continue;
+            }
+            for combo in a.keys {
+                assert!(
+                    !b.keys.contains(combo),
+                    "{combo:?} is bound twice in {:?}: {:?} and {:?}",
+                    a.context,
+                    a.help,
+                    b.help
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_help_lists_every_binding_under_its_context() {
+    let lines = help_lines();
+    for context in Context::HELP_ORDER {
+        assert!(lines.contains(&HelpLine::Heading(context.title())));
+    }
+    let listed = lines
+        .iter()
+        .filter(|l| matches!(l, HelpLine::Key { .. }))
+        .count();
+    assert_eq!(listed, KEYS.len());
+    for context in [
+        Context::Picker,
+        Context::Settings,
+        Context::Sessions,
+        Context::SessionsDelete,
+    ] {
+        assert!(KEYS.iter().any(|b| b.context == context), "{context:?}");
+    }
+}
+
+#[test]
+fn the_readme_names_every_key() {
+    let readme = include_str!("../../../README.md");
+    for binding in KEYS {
+        for combo in binding.keys {
+            if matches!(combo, Combo::AnyChar | Combo::Any) {
+                continue;
+            }
+            let name = super::names::long(*combo);
+            assert!(
+                readme.contains(&name),
+                "README.md does not name {name} ({:?}: {})",
+                binding.context,
+                binding.help
+            );
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! A turn from the user's side: sending a question, regenerating, stopping, and loading a
+//! model (which stops any turn first). Each starts or ends `State::phase`.
+
+use super::sessions;
+use crate::engine::{EngineCommand, GenerateRequest, LoadRequest};
+use crate::tui::msg::Effect;
+use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State};
+
+pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
+    if state.input.text().trim().is_empty() {
+        return;
+    }
+    if state.generating() {
+        state.status = Some("Still answering: Esc stops it".into());
+        return;
+    }
+    if !state.engine_alive {
+        state.status = Some("The engine stopped; restart taper".into());
+        return;
+    }
+    if state.model.answering_name().is_none() {
+        state.status = Some("No model loaded: Ctrl+P picks one".into());
+        return;
+    }
+    let text = state.input.take();
+    state.conversation.push_user(text);
+    generate(state, fx);
+}
+
+/// Starts a turn that answers the conversation as it stands (ending with a question).
+fn generate(state: &mut State, fx: &mut Vec<Effect>) {
+    let Some(model) = state.model.answering_name().map(str::to_string) else {
+        return;
+    };
+    let messages = state.conversation.messages(&state.settings.system_prompt);
+    let turn_id = state.next_turn_id();
+    state.conversation.push_answer(model, turn_id);
+    state.phase = Phase::Answering { turn_id };
+    state.stats.start_turn(state.now);
+    state.scroll.follow = true;
+    fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
+        turn_id,
+        messages,
+        raw: false,
+        sampling: state.settings.sampling.clone(),
+        max_tokens: state.settings.max_tokens,
+    })));
+}
+
+pub(super) fn stop(state: &mut State, fx: &mut Vec<Effect>) {
+    if state.generating() {
+        cancel_active(state, fx);
+        sessions::autosave(state, fx);
+        state.status = Some("Stopped".into());
+    } else if state.model.download.is_some() {
+        fx.push(Effect::CancelDownload);
+        state.status = Some("Stopping the download…".into());
+    }
+}
+
+/// Cancels the running turn, if any: its answer keeps its text and is marked stopped. Its
+/// late events are ignored (their turn is no longer the active one), except the final usage.
+pub(super) fn cancel_active(state: &mut State, fx: &mut Vec<Effect>) {
+    if let Phase::Answering { turn_id } = state.phase {
+        fx.push(Effect::Cancel(turn_id));
+        if let Some((_, answer)) = state.conversation.answer_mut(turn_id) {
+            answer.status = AnswerStatus::Stopped;
+        }
+        end_turn(state);
+    }
+}
+
+/// The running turn is over without the engine's figures (stopped, failed, abandoned).
+pub(super) fn end_turn(state: &mut State) {
+    state.phase = Phase::Idle;
+    state.stats.abandon();
+}
+
+pub(super) fn regenerate(state: &mut State, fx: &mut Vec<Effect>) {
+    if state.generating() {
+        state.status = Some("Still answering: Esc stops it".into());
+    } else if state.model.answering_name().is_none() {
+        state.status = Some("No model loaded: Ctrl+P picks one".into());
+    } else if state.conversation.drop_last_answer() {
+        generate(state, fx);
+    } else {
+        state.status = Some("Nothing to regenerate".into());
+    }
+}
+
+/// Loads `entry`, stopping any generation first; the conversation stays.
+pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
+    if !state.engine_alive {
+        state.status = Some("The engine stopped; restart taper".into());
+        return;
+    }
+    cancel_active(state, fx);
+    fx.push(Effect::Send(EngineCommand::Load(LoadRequest {
+        model_path: entry.path.clone(),
+        tokenizer_json: entry.tokenizer.clone(),
+        context_size: state.context_size,
+        cache_type: state.cache_type,
+        chat_template: entry.chat_template.clone(),
+    })));
+    state.model.loading = Some(Loading {
+        entry,
+        started: state.now,
+    });
+}
