@@ -14,6 +14,8 @@
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
 //!   models (real files, or shape-only files written from the catalogue), each measured in
 //!   a fresh process.
+//! - [`perplexity`]: `taper perplexity`: perplexity over a text, as llama.cpp computes it, and
+//!   KL divergence against a base file in llama.cpp's format.
 //! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`) and their regression tests.
 //! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
 //! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
@@ -28,6 +30,7 @@ pub mod fuzzing;
 pub mod hub;
 pub mod models;
 pub mod paths;
+pub mod perplexity;
 pub mod sessions;
 pub mod stats;
 pub mod tui;

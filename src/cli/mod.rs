@@ -1,17 +1,19 @@
 //! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
-//! `taper tokenize`, `taper models`, `taper bench`, `taper sessions` and `taper export`; the
-//! flags they share.
+//! `taper tokenize`, `taper models`, `taper bench`, `taper perplexity`, `taper sessions` and
+//! `taper export`; the flags they share.
 
 mod ask;
 mod bench;
 mod chat;
 mod models;
+mod perplexity;
 mod sessions;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
 pub use bench::BenchArgs;
 pub use chat::ChatArgs;
 pub use models::{ModelsAction, ModelsArgs};
+pub use perplexity::PerplexityArgs;
 pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::Config;
@@ -51,6 +53,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// The catalogue and the local models; `models pull NAME` downloads one.
     Models(ModelsArgs),
+    /// Perplexity over a text file as llama.cpp computes it; KL divergence against a base.
+    Perplexity(PerplexityArgs),
     /// The saved conversations (`taper sessions list`).
     Sessions(SessionsArgs),
     /// Write a saved conversation as Markdown (or its raw JSON record).
@@ -149,6 +153,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Tokenize(args)) => ask::tokenize(args, &config),
         Some(Command::Bench(args)) => bench::bench(args, &config),
         Some(Command::Models(args)) => models::models(args, &config),
+        Some(Command::Perplexity(args)) => perplexity::perplexity(args, &config),
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
     }

@@ -1,7 +1,7 @@
 //! The one generation driver: a prompt through the model in chunks (reusing what the prefix
 //! cache holds), then sampling, stop tokens and detokenizing, token by token. Every client of
-//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench`, and
-//! next the server and `taper perplexity`, so a fix here is a fix for all of them.
+//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench`,
+//! `taper perplexity` and next the server, so a fix here is a fix for all of them.
 
 use super::detokenizer::Detokenizer;
 use super::model::LanguageModel;
@@ -15,6 +15,9 @@ use std::time::Instant;
 /// Prompt tokens computed per forward pass; progress is reported, and a stop seen, between
 /// chunks.
 pub const PREFILL_CHUNK: usize = 256;
+
+/// Most logits (rows × vocabulary) one forward pass returns when every row is wanted.
+const LOGIT_FLOATS_PER_PASS: usize = 1 << 24;
 
 /// How a turn decodes.
 #[derive(Debug, Clone)]
@@ -146,13 +149,53 @@ impl Generator<'_> {
     }
 
     /// Computes `tokens` on a cache emptied first; the last token's logits (None when the
-    /// observer asked to stop first). The bench's prefill sweeps and perplexity windows.
+    /// observer asked to stop first). The bench's prefill sweeps.
     pub fn prefill_fresh(
         &mut self,
         tokens: &[u32],
         observer: &mut dyn TurnObserver,
     ) -> Result<Option<Vec<f32>>> {
         self.prefill_after(0, tokens, observer)
+    }
+
+    /// Computes `tokens` on a cache emptied first and hands `rows` the logits of every
+    /// position from `from` on, in order, one forward pass at a time (row-major,
+    /// `passed × vocab`). Positions before `from` are computed without their logits. False
+    /// when the observer asked to stop. Perplexity windows.
+    pub fn prefill_fresh_all_logits(
+        &mut self,
+        tokens: &[u32],
+        from: usize,
+        observer: &mut dyn TurnObserver,
+        rows: &mut dyn FnMut(&[f32]) -> Result<()>,
+    ) -> Result<bool> {
+        if from >= tokens.len() {
+            bail!("no position from {from} on in {} tokens", tokens.len());
+        }
+        self.model.truncate_cache(0);
+        self.cache.truncate(0);
+        // Rows of a big vocabulary are large (Gemma 3: 1 MiB each): passes with logits are
+        // kept to LOGIT_FLOATS_PER_PASS. Batch invariance makes the split invisible.
+        let vocab = self.model.config().vocab_size.max(1);
+        let per_pass = (LOGIT_FLOATS_PER_PASS / vocab).clamp(1, PREFILL_CHUNK);
+        let (head, tail) = tokens.split_at(from);
+        let passes = head.chunks(PREFILL_CHUNK).map(|c| (c, false));
+        let passes = passes.chain(tail.chunks(per_pass).map(|c| (c, true)));
+        let mut done = 0;
+        for (chunk, wanted) in passes {
+            if observer.stop_requested() {
+                return Ok(false);
+            }
+            let logits = self.model.forward(chunk, wanted)?;
+            self.cache.extend(chunk);
+            if wanted {
+                ensure_finite(&logits)?;
+                rows(&logits)?;
+            }
+            done += chunk.len();
+            observer.prompt_progress(done, tokens.len())?;
+        }
+        Ok(true)
     }
 
     /// Keeps the first `keep` cached positions and computes `tokens` after them, a chunk per

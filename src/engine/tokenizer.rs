@@ -80,6 +80,13 @@ impl TextTokenizer {
         Ok(encoding.get_ids().to_vec())
     }
 
+    /// From now on, reads special-token strings in a text (`<|im_end|>`, `<bos>`) as plain
+    /// characters, as llama.cpp tokenizes a text to score (`parse_special = false`): such a
+    /// text is data, not a prompt.
+    pub fn read_specials_as_text(&mut self) {
+        self.inner.set_encode_special_tokens(true);
+    }
+
     /// The text of `ids`: control tokens (BOS, EOS, turn markers) are skipped, other added
     /// tokens are text. Ids outside the vocabulary decode to nothing. Equals the concatenation
     /// of a [`Detokenizer`](super::detokenizer::Detokenizer)'s pieces.
