@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// SmolLM2-135M-Instruct's template, extracted from its GGUF file.
-pub(super) const SMOLLM2: &str = include_str!("../../../tests/fixtures/smollm2_chat_template.jinja");
+pub(super) const SMOLLM2: &str =
+    include_str!("../../../tests/fixtures/smollm2_chat_template.jinja");
 /// Qwen/Qwen3-0.6B's template as first published (llama.cpp keeps a copy in
 /// models/templates/Qwen-Qwen3-0.6B.jinja).
 pub(super) const QWEN3: &str = include_str!("../../../tests/fixtures/qwen3_chat_template.jinja");
