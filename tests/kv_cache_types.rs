@@ -22,23 +22,13 @@ fn load(header: &GgufHeader, context: usize, cache_type: CacheType) -> Box<dyn L
     .unwrap()
 }
 
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, x) in v.iter().enumerate() {
-        if *x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
-
 /// Greedy decoding for `n` tokens after `prompt`: the ids, and the logits each came from.
 fn greedy(m: &mut dyn LanguageModel, prompt: &[u32], n: usize) -> (Vec<u32>, Vec<Vec<f32>>) {
     let mut logits = vec![m.forward(prompt, false).unwrap()];
-    let mut ids = vec![argmax(&logits[0])];
+    let mut ids = vec![common::argmax(&logits[0])];
     while ids.len() < n {
         logits.push(m.forward(&ids[ids.len() - 1..], false).unwrap());
-        ids.push(argmax(logits.last().unwrap()));
+        ids.push(common::argmax(logits.last().unwrap()));
     }
     (ids, logits)
 }
@@ -52,7 +42,7 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 
 /// The gap between the best and the second-best logit.
 fn margin(v: &[f32]) -> f32 {
-    let best = argmax(v) as usize;
+    let best = common::argmax(v) as usize;
     let second = v
         .iter()
         .enumerate()
@@ -139,7 +129,7 @@ fn check_chunking(file: &str) {
             at += size;
         }
         assert_eq!(at, ids.len());
-        let step = m.forward(&[argmax(&last)], false).unwrap();
+        let step = m.forward(&[common::argmax(&last)], false).unwrap();
         outcomes.push((last, step));
     }
     for (i, o) in outcomes.iter().enumerate().skip(1) {

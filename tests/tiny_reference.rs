@@ -90,16 +90,6 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-fn argmax(v: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, x) in v.iter().enumerate() {
-        if *x > v[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
-
 /// How far a q8_0 cache may move the logits from an f32 cache's. q8_0 keeps about 8 bits a
 /// value where f16 keeps 11; observed: 8.0e-3 … 1.4e-2 on the f32 files, 1.6e-2 … 6.0e-2 on
 /// the quantized ones (whose random weights give larger logits), about 4× f16's shift.
@@ -156,7 +146,7 @@ fn check_f32_cache(json_name: &str, twin: bool, tol: f32) -> Vec<Vec<f32>> {
         );
     }
     // Greedy continuation from the batched state.
-    let mut next = argmax(batched.last().unwrap());
+    let mut next = common::argmax(batched.last().unwrap());
     let mut greedy = vec![next];
     for step in 1..r.greedy.len() {
         let l = common::logit_rows(m.forward(&[next], false).unwrap(), vocab);
@@ -168,7 +158,7 @@ fn check_f32_cache(json_name: &str, twin: bool, tol: f32) -> Vec<Vec<f32>> {
                 "{json_name}: logits at greedy step {step} differ by {d} > {tol}"
             );
         }
-        next = argmax(&l[0]);
+        next = common::argmax(&l[0]);
         greedy.push(next);
     }
     assert_eq!(greedy, r.greedy, "{json_name}: greedy continuation");

@@ -36,3 +36,15 @@ pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
 pub fn logit_rows(logits: Vec<f32>, vocab: usize) -> Vec<Vec<f32>> {
     logits.chunks(vocab).map(<[f32]>::to_vec).collect()
 }
+
+/// The index of the largest logit, the first on ties (greedy decoding in tests).
+#[allow(dead_code)]
+pub fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
