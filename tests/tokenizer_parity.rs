@@ -132,6 +132,22 @@ fn check_case(label: &str, tok: &TextTokenizer, texts: &[String], case: &Value) 
     }
 }
 
+/// SmolLM2's own tokenizer and llama.cpp cut every digit off before the byte-level split, so
+/// white space before a digit is one token. The ids are llama.cpp's (`llama-tokenize --ids
+/// --no-bos --no-parse-special`, the vendored llama.cpp of llama-cpp-python 0.3.36); the GPT-2
+/// split alone gave `8866, 216, 32` for `\n\n  0`. The whole of GPL-3 gave the same ids too.
+#[test]
+fn smollm2_cuts_digits_off_before_the_byte_level_split_as_llama_cpp_does() {
+    let tok = model(SMOLLM2);
+    let ids = tok
+        .encode("CONDITIONS\n\n  0. Definitions.\n   12 monkeys\t 7")
+        .unwrap();
+    assert_eq!(
+        ids,
+        [10835, 22665, 13675, 39892, 32, 30, 39331, 30, 472, 33, 34, 19187, 197, 216, 39]
+    );
+}
+
 #[test]
 fn extra_fixture_matches_transformers_for_the_files_as_published() {
     let (texts, cases) = extra_fixture();

@@ -19,6 +19,7 @@ use tokenizers::decoders::strip::Strip;
 use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence as PreSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
@@ -178,10 +179,17 @@ fn byte_level(header: &GgufHeader, vocab: &GgufVocab) -> Result<Pipeline> {
         .build()
         .map_err(|e| anyhow!("the vocabulary and merges do not fit together: {e}"))?;
     let mut tokenizer = Pipeline::new(bpe.into());
-    // Without a known split, transformers keeps GPT-2's own regex (inside ByteLevel). "smollm"
-    // is such a name; llama.cpp splits its digits one by one, but as SmolLM's vocabulary has no
-    // token with a digit next to anything else, the ids come out the same.
+    // Without a known split, GPT-2's own regex (inside ByteLevel). SmolLM's own tokenizer (and
+    // llama.cpp for pre = "smollm") first cuts every digit off on its own: white space before a
+    // digit then stays one token (`\n\n  0` is `ĊĊĠĠ` `0`, not GPT-2's `ĊĊĠ` `Ġ` `0`).
     let pre = header.get_str("tokenizer.ggml.pre").unwrap_or("default");
+    if pre == "smollm" {
+        let digits = Digits::new(true);
+        let bytes = ByteLevel::new(false, true, true);
+        tokenizer.with_pre_tokenizer(Some(PreSequence::new(vec![digits.into(), bytes.into()])));
+        tokenizer.with_decoder(Some(ByteLevel::default()));
+        return Ok(tokenizer);
+    }
     match split_regex(pre) {
         Some(pattern) => {
             let split = Split::new(
