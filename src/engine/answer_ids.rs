@@ -48,10 +48,6 @@ impl AnswerIds {
         self.recent.is_empty()
     }
 
-    pub fn clear(&mut self) {
-        self.recent.clear();
-    }
-
     /// `tokens` (the tokenizer's ids of `rendered`, a prompt rendered from `messages`) with
     /// the span of every remembered answer replaced by the ids the model generated for it.
     /// Only where the token bytes spell `rendered` exactly, so every span's place is known,
