@@ -18,7 +18,9 @@
 //! are or how the columns were split between threads.
 //!
 //! `TAPER_KERNELS=candle` (every matrix through `QMatMul`), `=scalar` (no SIMD) or `=avx2` (no
-//! AVX-512) is read once, for comparisons.
+//! AVX-512) is read once, for comparisons. `=exact` is the reference the others are measured
+//! against (`taper perplexity`): every matrix dequantized to f32 at load and multiplied by f32
+//! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
 use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
 use super::matmul::{matmul, quantize_rows, Activations, Mat};
@@ -68,6 +70,7 @@ enum Mode {
     Scalar,
     Avx2,
     Candle,
+    Exact,
 }
 
 fn mode() -> Mode {
@@ -76,6 +79,7 @@ fn mode() -> Mode {
         Ok("candle") => Mode::Candle,
         Ok("scalar") => Mode::Scalar,
         Ok("avx2") => Mode::Avx2,
+        Ok("exact") => Mode::Exact,
         _ => Mode::Best,
     })
 }
@@ -92,7 +96,17 @@ fn default_isa() -> Isa {
 /// Our kernel for `dtype`, if there is one and rows of `in_dim` split into its blocks.
 fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
     WeightKind::from_dtype(dtype)
-        .filter(|k| in_dim.is_multiple_of(k.block_elems()) && mode() != Mode::Candle)
+        .filter(|k| in_dim.is_multiple_of(k.block_elems()))
+        .filter(|_| !matches!(mode(), Mode::Candle | Mode::Exact))
+}
+
+/// The matrix as candle computes it: as stored, or (the exact path) dequantized to f32, so no
+/// activation is ever requantized.
+fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
+    if mode() == Mode::Exact && tensor.dtype() != GgmlDType::F32 {
+        return Ok(QMatMul::Tensor(tensor.dequantize(&Device::Cpu)?));
+    }
+    QMatMul::from_arc(tensor)
 }
 
 /// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
@@ -143,7 +157,7 @@ impl QLinear {
                 };
                 Imp::Native { weights, kind }
             }
-            None => Imp::Candle(QMatMul::from_arc(tensor)?),
+            None => Imp::Candle(candle_matmul(tensor)?),
         };
         Ok(Self {
             imp,
