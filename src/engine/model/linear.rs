@@ -6,7 +6,7 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
-//! On AVX-512 VNNI, Q4_K, Q5_0 and Q4_1 matrices are repacked sixteen rows at a time when the
+//! On AVX-512 VNNI, Q4_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a time when the
 //! layer is built ([`kernels::q4k_x16`] and its siblings): their kernels then share every
 //! unpacked weight and float step across sixteen rows.
 //!
@@ -109,9 +109,19 @@ fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
     QMatMul::from_arc(tensor)
 }
 
+/// Rows repacked between two hand-backs of the source's pages: a large matrix (Gemma 3's
+/// 178 MB output head) is then never resident twice over while it is copied.
+const REPACK_SLICE_ROWS: usize = 4096;
+
 /// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
-/// Q4_K, Q5_0 and Q4_1 where AVX-512 VNNI runs the kernels.
-fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightBytes, WeightKind)>> {
+/// Q4_K, Q5_0, Q4_1 and Q8_0 where AVX-512 VNNI runs the kernels. `done(bytes)` is told each
+/// range of `w` that has been copied.
+fn repacked(
+    w: &[u8],
+    kind: WeightKind,
+    rows: usize,
+    done: impl Fn(std::ops::Range<usize>),
+) -> Option<Result<(WeightBytes, WeightKind)>> {
     #[cfg(target_arch = "x86_64")]
     let vnni = matches!(default_isa(), Isa::Vnni(_));
     #[cfg(not(target_arch = "x86_64"))]
@@ -124,17 +134,28 @@ fn repacked(w: &[u8], kind: WeightKind, rows: usize) -> Option<Result<(WeightByt
         WeightKind::Q4K => (kernels::q4k_x16::repack_into, WeightKind::Q4KX16),
         WeightKind::Q5_0 => (kernels::q5_0_x16::repack_into, WeightKind::Q5_0X16),
         WeightKind::Q4_1 => (kernels::q4_1_x16::repack_into, WeightKind::Q4_1X16),
+        WeightKind::Q8_0 => (kernels::q8_0_x16::repack_into, WeightKind::Q8_0X16),
         _ => return None,
     };
-    let blocks = w.len() / rows / kind.block_bytes();
-    let len = rows.next_multiple_of(packed_kind.row_group()) * blocks * packed_kind.block_bytes();
+    let row_bytes = w.len() / rows;
+    let blocks = row_bytes / kind.block_bytes();
+    let group = packed_kind.row_group();
+    // `block_bytes` of a repacked kind is per row: a group's blocks take `group` times that.
+    let group_bytes = blocks * packed_kind.block_bytes() * group;
+    let len = rows.div_ceil(group) * group_bytes;
     // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
     // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
     // million, and decode's streaming reads miss the TLB less.
     let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
-        repack(w, rows, &mut map[..len]);
+        for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
+            let end = (first + REPACK_SLICE_ROWS).min(rows);
+            let src = first * row_bytes..end * row_bytes;
+            let dst = first / group * group_bytes..end.div_ceil(group) * group_bytes;
+            repack(&w[src.clone()], end - first, &mut map[dst]);
+            done(src);
+        }
         map.make_read_only()
     });
     Some(
@@ -151,7 +172,7 @@ impl QLinear {
         let imp = match native_kind(tensor.dtype(), in_dim) {
             Some(kind) => {
                 let data = tensor.data()?;
-                let (weights, kind) = match repacked(&data, kind, out_dim) {
+                let (weights, kind) = match repacked(&data, kind, out_dim, |_| {}) {
                     Some(packed) => packed?,
                     None => (WeightBytes::Owned(data.into_owned()), kind),
                 };
@@ -176,7 +197,9 @@ impl QLinear {
     ) -> Option<Self> {
         let kind = native_kind(dtype, in_dim)?;
         // A layer that cannot get memory for its repacked copy keeps reading the file.
-        let (weights, kind) = match repacked(&bytes, kind, out_dim).and_then(|r| r.ok()) {
+        let hand_back = |part| bytes.release_part(part);
+        let (weights, kind) = match repacked(&bytes, kind, out_dim, hand_back).and_then(|r| r.ok())
+        {
             Some(packed) => {
                 bytes.release();
                 packed

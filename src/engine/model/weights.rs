@@ -37,15 +37,22 @@ impl MappedBytes {
     /// Drops these pages from the process's memory once their content lives elsewhere (they
     /// stay in the page cache; reading them again maps them back).
     pub fn release(&self) {
+        self.release_part(0..self.range.len());
+    }
+
+    /// [`Self::release`] for the bytes `part` of this tensor (a repack hands pages back as it
+    /// goes, so a large matrix is never resident twice).
+    pub fn release_part(&self, part: Range<usize>) {
+        let part = part.start.min(part.end)..part.end.min(self.range.len());
         // SAFETY: the map is read-only and shared with the file, so dropping its pages loses
         // nothing: the next read, if any, maps the file's bytes back. Pages at the range's
-        // edges may hold neighbouring tensors; they are mapped back the same way.
+        // edges may hold neighbouring bytes; they are mapped back the same way.
         // A failure only means the pages stay mapped, so it is ignored.
         let _ = unsafe {
             self.map.unchecked_advise_range(
                 memmap2::UncheckedAdvice::DontNeed,
-                self.range.start,
-                self.range.len(),
+                self.range.start + part.start,
+                part.len(),
             )
         };
     }

@@ -1,8 +1,8 @@
 //! Quantized dot-product kernels for [`super::linear::QLinear`].
 //!
 //! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K,
-//! Q5_0 and Q4_1 on AVX-512 VNNI, repacked sixteen rows at a time at load: [`q4k_x16`],
-//! [`q5_0_x16`], [`q4_1_x16`]); activations are
+//! Q5_0, Q4_1 and Q8_0 on AVX-512 VNNI, repacked sixteen rows at a time at load:
+//! [`q4k_x16`], [`q5_0_x16`], [`q4_1_x16`], [`q8_0_x16`]); activations are
 //! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
 //! for the 256-element k-quants), except that their scales are kept as f32.
 //!
@@ -21,6 +21,7 @@ mod prefetch;
 pub mod q4_1_x16;
 pub mod q4k_x16;
 pub mod q5_0_x16;
+pub mod q8_0_x16;
 mod row_groups;
 pub mod scalar;
 #[cfg(test)]
@@ -37,6 +38,8 @@ mod vnni_q4_1_x16;
 mod vnni_q4k_x16;
 #[cfg(target_arch = "x86_64")]
 mod vnni_q5_0_x16;
+#[cfg(target_arch = "x86_64")]
+mod vnni_q8_0_x16;
 
 use candle_core::quantized::GgmlDType;
 
@@ -55,6 +58,8 @@ pub enum WeightKind {
     Q5_0X16,
     /// Q4_1 repacked sixteen rows at a time ([`q4_1_x16`]); never a file's format.
     Q4_1X16,
+    /// Q8_0 repacked sixteen rows at a time ([`q8_0_x16`]); never a file's format.
+    Q8_0X16,
 }
 
 impl WeightKind {
@@ -84,7 +89,7 @@ impl WeightKind {
             Self::Q4_0 => 18,
             Self::Q4_1 | Self::Q4_1X16 => 20,
             Self::Q5_0 | Self::Q5_0X16 => 22,
-            Self::Q8_0 => 34,
+            Self::Q8_0 | Self::Q8_0X16 => 34,
             Self::Q4K => 144,
             Self::Q6K => 210,
             Self::Q4KX16 => q4k_x16::ROW_BLOCK_BYTES,
@@ -94,7 +99,7 @@ impl WeightKind {
     /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
     pub fn row_group(self) -> usize {
         match self {
-            Self::Q4KX16 | Self::Q5_0X16 | Self::Q4_1X16 => row_groups::GROUP,
+            Self::Q4KX16 | Self::Q5_0X16 | Self::Q4_1X16 | Self::Q8_0X16 => row_groups::GROUP,
             _ => 1,
         }
     }
@@ -255,7 +260,10 @@ pub fn dot_q8<const R: usize>(
         (WeightKind::Q5_0X16, Isa::Vnni(t)) => return vnni_q5_0_x16::dot_q5_0_x16(t, w, a, out),
         #[cfg(target_arch = "x86_64")]
         (WeightKind::Q4_1X16, Isa::Vnni(t)) => return vnni_q4_1_x16::dot_q4_1_x16(t, w, a, out),
+        #[cfg(target_arch = "x86_64")]
+        (WeightKind::Q8_0X16, Isa::Vnni(t)) => return vnni_q8_0_x16::dot_q8_0_x16(t, w, a, out),
         (WeightKind::Q5_0X16, _) => return q5_0_x16::dot(w, a, out),
+        (WeightKind::Q8_0X16, _) => return q8_0_x16::dot(w, a, out),
         (WeightKind::Q4_1X16, _) => return q4_1_x16::dot(w, a, out),
         _ => {}
     }
@@ -266,7 +274,7 @@ pub fn dot_q8<const R: usize>(
                 WeightKind::Q4_0 => scalar::dot_q4_0,
                 WeightKind::Q4_1 => scalar::dot_q4_1,
                 WeightKind::Q5_0 => scalar::dot_q5_0,
-                WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+                WeightKind::Q5_0X16 | WeightKind::Q4_1X16 | WeightKind::Q8_0X16 => {
                     unreachable!("repacked weights are handled above")
                 }
                 WeightKind::Q8_0 => scalar::dot_q8_0,
@@ -281,7 +289,7 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => avx2::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => avx2::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => avx2::dot_q5_0(t, w, a, out),
-            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 | WeightKind::Q8_0X16 => {
                 unreachable!("repacked weights are handled above")
             }
             WeightKind::Q8_0 => avx2::dot_q8_0(t, w, a, out),
@@ -294,7 +302,7 @@ pub fn dot_q8<const R: usize>(
             WeightKind::Q4_0 => vnni::dot_q4_0(t, w, a, out),
             WeightKind::Q4_1 => vnni::dot_q4_1(t, w, a, out),
             WeightKind::Q5_0 => vnni::dot_q5_0(t, w, a, out),
-            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 => {
+            WeightKind::Q5_0X16 | WeightKind::Q4_1X16 | WeightKind::Q8_0X16 => {
                 unreachable!("repacked weights are handled above")
             }
             WeightKind::Q8_0 => vnni::dot_q8_0(t, w, a, out),

@@ -15,7 +15,7 @@
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 
 use super::row_groups::{self, GROUP};
-use super::{read_f16, Q8Block, QK};
+use super::Q8Block;
 /// Bytes of one group's block.
 pub const BLOCK_BYTES: usize = GROUP * 22;
 
@@ -61,37 +61,13 @@ pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], rows: usize) 
 
 /// `-16 Σ y` of each activation block: the offset of Q5_0's quants, as an integer.
 pub(super) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i32; R]> {
-    (0..nb)
-        .map(|b| {
-            std::array::from_fn(|r| -16 * a[r][b].qs.iter().map(|&y| i32::from(y)).sum::<i32>())
-        })
-        .collect()
+    row_groups::block_offsets(a, nb, -16)
 }
 
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
 /// groups of [`BLOCK_BYTES`]-byte blocks), in the order the SIMD kernel computes it.
 pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
     let nb = check(w, a, out.len());
-    if nb == 0 {
-        out.iter_mut().for_each(|o| *o = [0.0; R]);
-        return;
-    }
     let offsets = offsets(a, nb);
-    for (g, group) in w.chunks_exact(nb * BLOCK_BYTES).enumerate() {
-        for (i, o) in out.iter_mut().skip(g * GROUP).take(GROUP).enumerate() {
-            let mut acc = [0f32; R];
-            for (b, block) in group.chunks_exact(BLOCK_BYTES).enumerate() {
-                let d = read_f16(block, D + 2 * i);
-                for r in 0..R {
-                    let ab = &a[r][b];
-                    let isum: i32 = (0..QK)
-                        .map(|l| quant_at(block, i, l) * i32::from(ab.qs[l]))
-                        .sum::<i32>()
-                        + offsets[b][r];
-                    acc[r] = (isum as f32).mul_add(d * ab.d, acc[r]);
-                }
-            }
-            *o = acc;
-        }
-    }
+    row_groups::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
 }

@@ -1,6 +1,9 @@
-//! What the sixteen-row layouts ([`super::q4k_x16`], [`super::q5_0_x16`]) share: repacking
-//! ggml rows group by group, checking a call's lengths, and handing a group's lanes out.
+//! What the sixteen-row layouts ([`super::q4k_x16`], [`super::q5_0_x16`],
+//! [`super::q8_0_x16`], [`super::q4_1_x16`]) share: repacking ggml rows group by group,
+//! checking a call's lengths, handing a group's lanes out, and the plain reference of the
+//! layouts with one f16 scale per row and block.
 
+use super::{read_f16, Q8Block, QK};
 use rayon::prelude::*;
 
 /// Rows per group: one per 32-bit lane of a 512-bit vector.
@@ -79,6 +82,56 @@ pub(super) fn each_group<const R: usize>(
             for r in 0..R {
                 oc[r] = lanes[r][i];
             }
+        }
+    }
+}
+
+/// `bias · Σ y` of each activation block of every row: the layouts whose quants are stored
+/// biased (unsigned, as `vpdpbusd` takes its first operand) start their integer sums here.
+pub(super) fn block_offsets<const R: usize>(
+    a: &[&[Q8Block]; R],
+    nb: usize,
+    bias: i32,
+) -> Vec<[i32; R]> {
+    (0..nb)
+        .map(|b| {
+            std::array::from_fn(|r| bias * a[r][b].qs.iter().map(|&y| i32::from(y)).sum::<i32>())
+        })
+        .collect()
+}
+
+/// The plain reference of a 32-element layout whose group block holds each row's f16 scale at
+/// `d_at + 2 i` and its quants as `quant(block, i, l)`: `out[c][r]` = `Σ_b (d·d_a)·(Σ_l
+/// quant·y + offset)` over the `nb` blocks, accumulated with fused multiply-adds in block
+/// order, as the SIMD kernels do.
+pub(super) fn dot_q8_reference<const R: usize, const B: usize>(
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+    nb: usize,
+    d_at: usize,
+    offsets: &[[i32; R]],
+    quant: impl Fn(&[u8], usize, usize) -> i32,
+) {
+    if nb == 0 {
+        out.iter_mut().for_each(|o| *o = [0.0; R]);
+        return;
+    }
+    for (g, group) in w.chunks_exact(nb * B).enumerate() {
+        for (i, o) in out.iter_mut().skip(g * GROUP).take(GROUP).enumerate() {
+            let mut acc = [0f32; R];
+            for (b, block) in group.chunks_exact(B).enumerate() {
+                let d = read_f16(block, d_at + 2 * i);
+                for r in 0..R {
+                    let ab = &a[r][b];
+                    let isum: i32 = (0..QK)
+                        .map(|l| quant(block, i, l) * i32::from(ab.qs[l]))
+                        .sum::<i32>()
+                        + offsets[b][r];
+                    acc[r] = (isum as f32).mul_add(d * ab.d, acc[r]);
+                }
+            }
+            *o = acc;
         }
     }
 }

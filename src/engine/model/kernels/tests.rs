@@ -350,6 +350,13 @@ fn q5_0_x16_is_q5_0_repacked_and_bit_exact_on_every_isa() {
 }
 
 #[test]
+fn q8_0_x16_is_q8_0_repacked_and_bit_exact_on_every_isa() {
+    let mut rng = Rng(0xBF58476D1CE4E5B9);
+    let (kind, packed) = (WeightKind::Q8_0, WeightKind::Q8_0X16);
+    check_repacked(kind, packed, q8_0_x16::repack_into, &[1, 2, 5], &mut rng);
+}
+
+#[test]
 fn q4_1_x16_is_q4_1_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0x94D049BB133111EB);
     let (kind, packed) = (WeightKind::Q4_1, WeightKind::Q4_1X16);

@@ -6,6 +6,7 @@ use super::avx2::arr;
 use super::prefetch::prefetch_ahead;
 use super::row_groups::{self, each_group};
 use super::vnni::Vnni;
+use super::Q8Block;
 use core::arch::x86_64::*;
 
 /// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane, the four activation bytes broadcast to
@@ -26,6 +27,25 @@ pub(super) fn dot_broadcast8(q: &[__m512i; 8], y: &[i8; 32], start: __m512i) -> 
         }
     }
     _mm512_add_epi32(even, odd)
+}
+
+/// Block `b` of a 32-element layout with one scale per row (`d`, lane `i`: row `i`) and its
+/// quants `q` against every activation row: `acc[r] += (Σ q·y + offset[r]) · d · d_a`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn add_scaled<const R: usize>(
+    d: __m512,
+    q: &[__m512i; 8],
+    b: usize,
+    a: &[&[Q8Block]; R],
+    offset: &[i32; R],
+    acc: &mut [__m512; R],
+) {
+    for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
+        let ab = &ar[b];
+        let isum = _mm512_cvtepi32_ps(dot_broadcast8(q, &ab.qs, _mm512_set1_epi32(start)));
+        *acc = _mm512_fmadd_ps(isum, _mm512_mul_ps(d, _mm512_set1_ps(ab.d)), *acc);
+    }
 }
 
 /// The body of a sixteen-row kernel ([`super::row_groups`]): checks the lengths, then for each

@@ -10,7 +10,7 @@
 use super::avx2::{arr, load32};
 use super::q5_0_x16::{self, BLOCK_BYTES, D, HIGH, LOW};
 use super::vnni::{load64, Vnni};
-use super::vnni_groups::{dot_broadcast8, x16_groups};
+use super::vnni_groups::{add_scaled, x16_groups};
 use super::Q8Block;
 use core::arch::x86_64::*;
 
@@ -57,9 +57,5 @@ fn add_block<const R: usize>(
         };
         _mm512_or_si512(low, _mm512_and_si512(fifth, bit4))
     });
-    for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
-        let ab = &ar[b];
-        let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, &ab.qs, _mm512_set1_epi32(start)));
-        *acc = _mm512_fmadd_ps(isum, _mm512_mul_ps(d, _mm512_set1_ps(ab.d)), *acc);
-    }
+    add_scaled(d, &q, b, a, offset, acc);
 }

@@ -1,0 +1,41 @@
+//! The AVX-512 VNNI kernel for Q8_0×16 weights ([`super::q8_0_x16`]): sixteen weight rows in
+//! the lanes of each vector, four activation bytes broadcast per `vpdpbusd`, the `-128 Σ y`
+//! offset as the starting value of the integer sums.
+//!
+//! Per block and activation row: 8 `vpdpbusd` (512 multiply-adds over sixteen rows) and four
+//! other operations; the quants are loaded once for the `R` activation rows. The operations
+//! match [`super::q8_0_x16::dot`] one for one, so the results are bit-identical to it.
+//! Soundness as in [`super::vnni`].
+
+use super::avx2::{arr, load32};
+use super::q8_0_x16::{self, BLOCK_BYTES, D, QS};
+use super::vnni::{load64, Vnni};
+use super::vnni_groups::{add_scaled, x16_groups};
+use super::Q8Block;
+use core::arch::x86_64::*;
+
+/// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.
+pub fn dot_q8_0_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+    let offsets = q8_0_x16::offsets(a, q8_0_x16::check(w, a, out.len()));
+    x16_groups(t, w, a, out, |block, b, acc| {
+        // SAFETY: `x16_groups` runs this with the features `add_block` is compiled for (the
+        // `Vnni` token proves them), after checking the lengths.
+        unsafe { add_block(block, b, a, &offsets[b], acc) }
+    })
+}
+
+/// Block `b` of a group of sixteen rows against every activation row (`offset[r]`: its
+/// `-128 Σ y`), into `acc`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn add_block<const R: usize>(
+    block: &[u8; BLOCK_BYTES],
+    b: usize,
+    a: &[&[Q8Block]; R],
+    offset: &[i32; R],
+    acc: &mut [__m512; R],
+) {
+    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
+    let q: [__m512i; 8] = std::array::from_fn(|g| load64::<u8>(arr(block, QS + 64 * g)));
+    add_scaled(d, &q, b, a, offset, acc);
+}
