@@ -37,6 +37,11 @@ fn positive(record: &Value, key: &str) -> f64 {
 /// Every figure the issue names is there and sane (> 0); the medians lie within the runs.
 fn check_record(r: &Value, threads: u64, prompt_tokens: &[u64], runs: usize) {
     assert_eq!(r["threads"], threads);
+    let kernels = r["kernels"].as_str().unwrap_or_default();
+    assert!(
+        ["avx512-vnni", "avx2", "scalar"].contains(&kernels),
+        "kernels = {kernels:?}"
+    );
     positive(r, "file_size_bytes");
     positive(r, "load_s");
     positive(r, "ttft_ms");

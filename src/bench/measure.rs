@@ -117,6 +117,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         parameters: header.parameter_count(),
         file_size_bytes: header.file_size,
         threads: crate::engine::compute_threads(),
+        kernels: model::kernel_path::name().to_string(),
         context_size: model::effective_context(context_size, &config),
         cache_type: opts.cache_type,
         ttft_prompt_tokens,

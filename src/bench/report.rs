@@ -68,6 +68,7 @@ fn cells(r: &BenchRecord, settings: &Settings) -> Vec<String> {
     let mut row = vec![
         r.model.clone(),
         r.threads.to_string(),
+        r.kernels.clone(),
         human_bytes(r.file_size_bytes),
         r.cache_type.to_string(),
         with_range(r.spread_of(|x| x.load_s)),
@@ -91,9 +92,11 @@ fn cells(r: &BenchRecord, settings: &Settings) -> Vec<String> {
 }
 
 fn headers(settings: &Settings) -> Vec<String> {
-    let mut h: Vec<String> = ["model", "threads", "file", "KV", "load s", "TTFT ms"]
-        .map(String::from)
-        .to_vec();
+    let mut h: Vec<String> = [
+        "model", "threads", "kernels", "file", "KV", "load s", "TTFT ms",
+    ]
+    .map(String::from)
+    .to_vec();
     for n in &settings.prompt_tokens {
         h.push(format!("prefill {n} tok/s"));
     }
@@ -119,8 +122,8 @@ fn caption(settings: &Settings) -> String {
     };
     format!(
         "Median (min–max) of {} run{} after {} warm-up; prefill of {} tokens of English text; \
-         decode of {} greedy tokens after a short chat prompt{depths}. KV: the cache's number \
-         format.",
+         decode of {} greedy tokens after a short chat prompt{depths}. kernels: the kernel path \
+         (TAPER_KERNELS forces one); KV: the cache's number format.",
         settings.runs,
         if settings.runs == 1 { "" } else { "s" },
         settings.warmup_runs,
@@ -355,7 +358,7 @@ mod tests {
             "| OS | Test OS 1, Linux 6.1.0 |",
             "| qwen3-4b (shape-only) |",
             "text quality is not measured",
-            "| model | threads | file |",
+            "| model | threads | kernels | file |",
         ] {
             assert!(md.contains(needle), "{needle}\n{md}");
         }

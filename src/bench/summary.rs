@@ -53,6 +53,8 @@ pub struct ModelReport {
     pub parameters: u64,
     pub file_size_bytes: u64,
     pub threads: usize,
+    /// The kernel path that computed it (`avx512-vnni`, `avx2`, `scalar`, ...).
+    pub kernels: String,
     pub context_size: usize,
     pub cache_type: CacheType,
     pub ttft_prompt_tokens: usize,
@@ -174,6 +176,8 @@ pub struct BenchRecord {
     pub parameters: u64,
     pub file_size_bytes: u64,
     pub threads: usize,
+    /// The kernel path that computed it.
+    pub kernels: String,
     pub context_size: usize,
     /// The KV cache's number format.
     pub cache_type: CacheType,
@@ -242,6 +246,7 @@ impl BenchRecord {
             parameters: report.parameters,
             file_size_bytes: report.file_size_bytes,
             threads: report.threads,
+            kernels: report.kernels,
             context_size: report.context_size,
             cache_type: report.cache_type,
             load_s: load.median,

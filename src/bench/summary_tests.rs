@@ -69,6 +69,7 @@ pub(crate) fn report(shape_only: bool) -> ModelReport {
         parameters: 135_000_000,
         file_size_bytes: 98_000_000,
         threads: 2,
+        kernels: "avx2".into(),
         context_size: 4096,
         cache_type: CacheType::F16,
         ttft_prompt_tokens: 40,

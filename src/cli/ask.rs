@@ -7,7 +7,9 @@ use crate::engine::gguf::GgufHeader;
 use crate::engine::model::CacheType;
 use crate::engine::threads::set_threads;
 use crate::engine::tokenizer::TextTokenizer;
-use crate::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
+use crate::engine::{
+    EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest, ModelInfo,
+};
 use crate::models::resolve;
 use crate::stats::{self, human_bytes, Usage};
 use anyhow::{anyhow, bail, Context, Result};
@@ -131,26 +133,28 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         );
     }
     if args.stats {
-        eprintln!("{}", stats_line(&usage, info.load_s, info.threads));
+        eprintln!("{}", stats_line(&usage, &info));
     }
     Ok(())
 }
 
 /// The one-line summary `--stats` prints.
-pub fn stats_line(usage: &Usage, load_s: f64, threads: usize) -> String {
+pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
     let peak = stats::peak_rss_bytes()
         .map(human_bytes)
         .unwrap_or_else(|| "n/a".into());
     format!(
         "prompt {} tok (cached {}) | prefill {:.1} tok/s | ttft {:.3} s | generated {} tok | \
-         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | threads {threads}",
+         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | threads {} | kernels {}",
         usage.prompt_tokens,
         usage.cached_tokens,
         usage.prefill_tok_s(),
         usage.ttft_s,
         usage.generated_tokens,
         usage.decode_tok_s(),
-        load_s,
+        info.load_s,
+        info.threads,
+        info.kernels,
     )
 }
 

@@ -81,6 +81,8 @@ pub struct ModelInfo {
     pub context_length: usize,
     pub load_s: f64,
     pub threads: usize,
+    /// The kernel path computing it (`avx512-vnni`, `avx2`, `scalar`, ...).
+    pub kernels: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq)]

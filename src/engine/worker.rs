@@ -248,5 +248,6 @@ fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInf
         context_length: config.context_length,
         load_s: 0.0,
         threads: super::compute_threads(),
+        kernels: model::kernel_path::name(),
     })
 }

@@ -18,17 +18,18 @@
 //! are or how the columns were split between threads.
 //!
 //! `TAPER_KERNELS=candle` (every matrix through `QMatMul`), `=scalar` (no SIMD) or `=avx2` (no
-//! AVX-512) is read once, for comparisons. `=exact` is the reference the others are measured
+//! AVX-512) is read once, for comparisons ([`super::kernel_path`]). `=exact` is the reference the others are measured
 //! against (`taper perplexity`): every matrix dequantized to f32 at load and multiplied by f32
 //! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
+use super::kernel_path::{self, Forced};
 use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
 use super::matmul::{matmul, quantize_rows, Activations, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 use memmap2::{Mmap, MmapMut};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 pub struct QLinear {
     imp: Imp,
@@ -64,46 +65,25 @@ impl WeightBytes {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Best,
-    Scalar,
-    Avx2,
-    Candle,
-    Exact,
-}
-
-fn mode() -> Mode {
-    static MODE: OnceLock<Mode> = OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {
-        Ok("candle") => Mode::Candle,
-        Ok("scalar") => Mode::Scalar,
-        Ok("avx2") => Mode::Avx2,
-        Ok("exact") => Mode::Exact,
-        _ => Mode::Best,
-    })
+fn mode() -> Forced {
+    kernel_path::forced()
 }
 
 fn default_isa() -> Isa {
-    static ISA: OnceLock<Isa> = OnceLock::new();
-    *ISA.get_or_init(|| match mode() {
-        Mode::Scalar => Isa::Scalar,
-        Mode::Avx2 => Isa::best_avx2(),
-        _ => Isa::best(),
-    })
+    kernel_path::isa()
 }
 
 /// Our kernel for `dtype`, if there is one and rows of `in_dim` split into its blocks.
 fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
     WeightKind::from_dtype(dtype)
         .filter(|k| in_dim.is_multiple_of(k.block_elems()))
-        .filter(|_| !matches!(mode(), Mode::Candle | Mode::Exact))
+        .filter(|_| !matches!(mode(), Forced::Candle | Forced::Exact))
 }
 
 /// The matrix as candle computes it: as stored, or (the exact path) dequantized to f32, so no
 /// activation is ever requantized.
 fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
-    if mode() == Mode::Exact && tensor.dtype() != GgmlDType::F32 {
+    if mode() == Forced::Exact && tensor.dtype() != GgmlDType::F32 {
         return Ok(QMatMul::Tensor(tensor.dequantize(&Device::Cpu)?));
     }
     QMatMul::from_arc(tensor)

@@ -4,6 +4,7 @@ pub mod attention;
 pub mod config;
 pub mod decoder;
 pub mod embedding;
+pub mod kernel_path;
 pub mod kernels;
 pub mod kv_cache;
 pub mod layer;

@@ -20,12 +20,18 @@ pub(crate) enum Level {
     Avx512,
 }
 
+/// The best level this CPU has, within what `TAPER_KERNELS` allows ([`super::kernel_path`]).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("avx512f") {
+            use super::kernel_path::{forced, Forced};
+            let forced = forced();
+            if forced == Forced::Scalar {
+                return Level::Baseline;
+            }
+            if forced != Forced::Avx2 && is_x86_feature_detected!("avx512f") {
                 return Level::Avx512;
             }
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {

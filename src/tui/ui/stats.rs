@@ -266,7 +266,7 @@ fn rate_rows(rows: &mut Vec<Row>, state: &State) {
 }
 
 /// The context used (with its gauge), cached tokens, the KV cache's format and full size,
-/// memory, threads, dropped messages.
+/// memory, threads and the kernel path, dropped messages.
 fn context_rows(rows: &mut Vec<Row>, state: &State) {
     let plain = Style::default();
     let s = &state.stats;
@@ -313,11 +313,11 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
         _ => "–".into(),
     };
     rows.push(field(1, "memory", memory, plain));
-    let threads = state.model.loaded.as_ref().map(|i| i.threads);
+    let threads = state.model.loaded.as_ref().map(|i| (i.threads, i.kernels));
     rows.push(field(
         2,
         "threads",
-        or_dash(threads, |t| t.to_string()),
+        or_dash(threads, |(t, kernels)| format!("{t}, {kernels}")),
         plain,
     ));
     if s.last.as_ref().is_some_and(|u| u.dropped_messages > 0) {

@@ -43,7 +43,11 @@ pub fn f16_to_f32(src: &[u16], dst: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 fn has_f16c() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c"))
+    *HAS.get_or_init(|| {
+        let allowed = crate::engine::model::kernel_path::forced()
+            != crate::engine::model::kernel_path::Forced::Scalar;
+        allowed && is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c")
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
