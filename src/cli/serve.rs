@@ -15,8 +15,6 @@ use std::time::Duration;
 const MAX_BODY_BYTES: usize = 8 << 20;
 /// Most messages in one chat request.
 const MAX_MESSAGES: usize = 4096;
-/// Request headers must arrive within this (slow or half-open clients are dropped).
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A request body must arrive within this.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Open connections at most.
@@ -54,6 +52,10 @@ pub struct ServeArgs {
     /// Most tokens in an answer when a request does not say [default: the config's, 1024].
     #[arg(short = 'n', long = "max-tokens")]
     pub max_tokens: Option<usize>,
+    /// Seconds a client has to send a request's headers; slow or half-open connections are
+    /// closed after it.
+    #[arg(long = "header-timeout", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
 }
 
 pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
@@ -95,7 +97,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         defaults: config.sampling(),
         default_max_tokens,
         connections: ConnectionLimits {
-            header_timeout: HEADER_TIMEOUT,
+            header_timeout: Duration::from_secs(args.header_timeout),
             max_connections: MAX_CONNECTIONS,
         },
         body_timeout: BODY_TIMEOUT,
