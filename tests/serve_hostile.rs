@@ -148,6 +148,27 @@ fn hostile_requests_get_clear_refusals_and_the_server_keeps_serving() {
     drop(s);
     server.wait_idle();
     works(&server);
+    // The same without streaming: the client gives up while its answer is computed.
+    let whole = body.replace("\"stream\":true", "\"stream\":false");
+    assert_ne!(whole, body);
+    let mut s = TcpStream::connect(server.address()).unwrap();
+    let request = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{whole}",
+        whole.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while get(&format!("{}/health", server.url)).1["slots_processing"] != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(s);
+    server.wait_idle();
+    works(&server);
 
     // Headers that never end: the connection is closed after the header timeout (2 s), and
     // other clients are served meanwhile.

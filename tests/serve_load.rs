@@ -62,9 +62,9 @@ fn sixteen_clients_get_the_answers_each_gets_alone() {
     for c in 0..CLIENTS {
         for r in 0..ROUNDS {
             let k = key(c, r);
-            if !alone.contains_key(&k) {
-                alone.insert(k, ask(&url, k, false).expect("a lone request is answered"));
-            }
+            alone
+                .entry(k)
+                .or_insert_with(|| ask(&url, k, false).expect("a lone request is answered"));
         }
     }
     let mut rss = Vec::new();

@@ -28,13 +28,20 @@ fn venv_python() -> PathBuf {
         .arg(&venv)
         .status()
         .expect("python3 -m venv");
-    assert!(made.success(), "cannot make the virtual environment {}", venv.display());
+    assert!(
+        made.success(),
+        "cannot make the virtual environment {}",
+        venv.display()
+    );
     let installed = Command::new(venv.join("bin/pip"))
         .args(["install", "--quiet", "openai"])
         .status()
         .expect("pip install openai");
     assert!(installed.success(), "pip install openai failed");
-    assert!(has_openai(&python), "openai is not importable after installing it");
+    assert!(
+        has_openai(&python),
+        "openai is not importable after installing it"
+    );
     python
 }
 

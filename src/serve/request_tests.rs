@@ -75,7 +75,7 @@ fn wrong_types_and_ranges_name_the_field() {
 
 #[test]
 fn too_many_messages_and_bad_json_are_refused() {
-    let many = vec![r#"{"role":"user","content":"x"}"#; 9].join(",");
+    let many = [r#"{"role":"user","content":"x"}"#; 9].join(",");
     let err = chat(&format!(r#"{{"messages":[{many}]}}"#)).unwrap_err();
     assert!(err.message.contains("at most 8"), "{}", err.message);
     assert!(chat("{not json")
