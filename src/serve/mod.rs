@@ -86,6 +86,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("taper: {notice}");
     }
     let context = model.context_size();
+    check_slots_fit(model.as_ref(), options.parallel)?;
     let answers = Arc::new(Mutex::new(AnswerIds::default()));
     let (jobs, job_queue) = mpsc::sync_channel(options.queue);
     let status = Arc::new(scheduler::Status::default());
@@ -152,6 +153,25 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         http::serve(listener, routes::router(state), options.connections).await;
         Ok(())
     })
+}
+
+/// Refuses slots whose KV caches, all full, need more memory than the machine has (the
+/// model's load checked one cache).
+fn check_slots_fit(model: &dyn model::LanguageModel, parallel: usize) -> Result<()> {
+    let one = model::cache_bytes(model.config(), model.context_size(), model.cache_type())?;
+    let needed = one.saturating_mul(parallel as u64);
+    if let Some(available) = crate::stats::available_memory_bytes() {
+        if needed > available {
+            anyhow::bail!(
+                "{parallel} slots of {} tokens need {} of KV cache, more than the {} this \
+                 machine has available: lower --parallel or --ctx-size",
+                model.context_size(),
+                crate::stats::human_bytes(needed),
+                crate::stats::human_bytes(available)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The model's id in `/v1/models`: its file name without `.gguf`.
