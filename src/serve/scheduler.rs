@@ -105,31 +105,11 @@ impl<'t> Scheduler<'t> {
             if job.events.is_closed() {
                 continue; // The client left while it waited.
             }
-            let slot = self.best_slot(&job.prompt);
+            let slot = best_slot(&self.slots, &job.prompt);
             self.clock += 1;
             self.slots[slot].start(job, self.clock);
             self.status.busy.fetch_add(1, Ordering::SeqCst);
         }
-    }
-
-    /// The free slot whose cached tokens share the longest prefix with `prompt`; among equal
-    /// ones, the least recently used (so other conversations' caches last longest).
-    fn best_slot(&self, prompt: &[u32]) -> usize {
-        let mut best: Option<(usize, usize, u64)> = None;
-        for (i, slot) in self.slots.iter().enumerate() {
-            if slot.active.is_some() {
-                continue;
-            }
-            let shared = slot.prefix.reusable_prefix(prompt);
-            let better = match best {
-                None => true,
-                Some((_, s, used)) => shared > s || (shared == s && slot.last_used < used),
-            };
-            if better {
-                best = Some((i, shared, slot.last_used));
-            }
-        }
-        best.map_or(0, |(i, _, _)| i)
     }
 
     /// One batched pass: each decoding slot feeds its last token, prompts in reading feed a
@@ -248,5 +228,51 @@ impl<'t> Scheduler<'t> {
             }
             slot.reset();
         }
+    }
+}
+
+/// The free slot whose cached tokens share the longest prefix with `prompt`; among equal
+/// ones, the least recently used (so other conversations' caches last longest).
+fn best_slot(slots: &[Slot], prompt: &[u32]) -> usize {
+    let mut best: Option<(usize, usize, u64)> = None;
+    for (i, slot) in slots.iter().enumerate() {
+        if slot.active.is_some() {
+            continue;
+        }
+        let shared = slot.prefix.reusable_prefix(prompt);
+        let better = match best {
+            None => true,
+            Some((_, s, used)) => shared > s || (shared == s && slot.last_used < used),
+        };
+        if better {
+            best = Some((i, shared, slot.last_used));
+        }
+    }
+    best.map_or(0, |(i, _, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::model::{CacheType, KvCache};
+
+    fn slot(tokens: &[u32], last_used: u64) -> Slot<'static> {
+        let mut s = Slot::new(KvCache::uniform(1, 1, 32, 8, CacheType::F32).unwrap());
+        s.prefix.extend(tokens);
+        s.last_used = last_used;
+        s
+    }
+
+    #[test]
+    fn a_prompt_goes_to_the_slot_holding_most_of_it() {
+        let slots = [slot(&[1, 2], 1), slot(&[1, 2, 3, 4], 2), slot(&[9], 3)];
+        assert_eq!(best_slot(&slots, &[1, 2, 3, 4, 5]), 1);
+        assert_eq!(best_slot(&slots, &[9, 9]), 2);
+    }
+
+    #[test]
+    fn among_equals_the_least_recently_used_slot_is_given_away() {
+        let slots = [slot(&[5], 7), slot(&[6], 3), slot(&[], 4)];
+        assert_eq!(best_slot(&slots, &[1, 2]), 1);
     }
 }
