@@ -16,6 +16,8 @@
 //!   a fresh process.
 //! - [`perplexity`]: `taper perplexity`: perplexity over a text, as llama.cpp computes it, and
 //!   KL divergence against a base file in llama.cpp's format.
+//! - [`serve`]: `taper serve`: the engine as an OpenAI-compatible server, several clients
+//!   decoded together in batched forward passes.
 //! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`) and their regression tests.
 //! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
 //! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
@@ -31,6 +33,7 @@ pub mod hub;
 pub mod models;
 pub mod paths;
 pub mod perplexity;
+pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod tui;

@@ -1,5 +1,6 @@
 //! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
-//! `taper tokenize`, `taper models`, `taper bench`, `taper perplexity`, `taper sessions` and
+//! `taper tokenize`, `taper models`, `taper bench`, `taper perplexity`, `taper serve`,
+//! `taper sessions` and
 //! `taper export`; the flags they share.
 
 mod ask;
@@ -7,6 +8,7 @@ mod bench;
 mod chat;
 mod models;
 mod perplexity;
+mod serve;
 mod sessions;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
@@ -14,6 +16,7 @@ pub use bench::BenchArgs;
 pub use chat::ChatArgs;
 pub use models::{ModelsAction, ModelsArgs};
 pub use perplexity::PerplexityArgs;
+pub use serve::ServeArgs;
 pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::Config;
@@ -55,6 +58,8 @@ pub enum Command {
     Models(ModelsArgs),
     /// Perplexity over a text file as llama.cpp computes it; KL divergence against a base.
     Perplexity(PerplexityArgs),
+    /// The engine as an OpenAI-compatible server: several clients at once, decoded together.
+    Serve(ServeArgs),
     /// The saved conversations (`taper sessions list`).
     Sessions(SessionsArgs),
     /// Write a saved conversation as Markdown (or its raw JSON record).
@@ -154,6 +159,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench(args)) => bench::bench(args, &config),
         Some(Command::Models(args)) => models::models(args, &config),
         Some(Command::Perplexity(args)) => perplexity::perplexity(args, &config),
+        Some(Command::Serve(args)) => serve::serve(args, &config),
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
     }

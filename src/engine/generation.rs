@@ -96,56 +96,19 @@ impl Generator<'_> {
         };
         outcome.usage.prefill_s = secs(prefill_started.elapsed());
 
-        let mut sampler = Sampler::new(options.sampling.clone());
-        let mut detok = self.tokenizer.map(Detokenizer::new);
-        let stop_ids = self
-            .tokenizer
-            .map(TextTokenizer::stop_ids)
-            .unwrap_or_default();
-        let usage = &mut outcome.usage;
-        let mut first_token_at = None;
+        let mut decoding = Decoding::new(self.tokenizer, options, asked, outcome.usage);
         let stop = loop {
-            if observer.stop_requested() {
-                break StopReason::Cancelled;
-            }
-            ensure_finite(&logits)?;
-            let next = sampler.sample(&mut logits, self.cache.tokens());
-            let now = Instant::now();
-            let first = *first_token_at.get_or_insert_with(|| {
-                usage.ttft_s = secs(now - asked);
-                now
-            });
-            if options.stop_at_end_of_turn && stop_ids.contains(&next) {
-                break StopReason::EndOfTurn;
-            }
-            usage.generated_tokens += 1;
-            usage.decode_s = secs(now - first);
-            outcome.ids.push(next);
-            observer.token(next);
-            if let Some(piece) = detok.as_mut().map(|d| d.push(next)).transpose()?.flatten() {
-                outcome.text.push_str(&piece);
-                observer.text(&piece)?;
-            }
-            if usage.generated_tokens >= options.max_tokens {
-                break StopReason::MaxTokens;
-            }
+            let next = match decoding.step(&mut logits, self.cache.tokens(), observer)? {
+                Step::Next(next) => next,
+                Step::Stop(stop) => break stop,
+            };
             if self.model.cached_len() + 1 > context {
                 break StopReason::ContextFull;
             }
             logits = self.model.forward(&[next], false)?;
             self.cache.extend(&[next]);
         };
-        if let Some(piece) = detok
-            .as_mut()
-            .map(Detokenizer::finish)
-            .transpose()?
-            .flatten()
-        {
-            outcome.text.push_str(&piece);
-            observer.text(&piece)?;
-        }
-        outcome.usage.stop = Some(stop);
-        Ok(outcome)
+        decoding.finish(stop, observer)
     }
 
     /// Computes `tokens` on a cache emptied first; the last token's logits (None when the
@@ -220,6 +183,121 @@ impl Generator<'_> {
             observer.prompt_progress(done, tokens.len())?;
         }
         logits.context("the prompt is empty").map(Some)
+    }
+}
+
+/// What one sampling step decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// This token was generated: feed it next (unless the context is full).
+    Next(u32),
+    /// The answer is over.
+    Stop(StopReason),
+}
+
+/// The sampling half of a turn, one token at a time: its sampler, detokenizer, stop tokens
+/// and usage. [`Generator::run`] drives one; a server drives one per slot, so every client
+/// samples, stops and detokenizes the same way.
+pub struct Decoding<'t> {
+    sampler: Sampler,
+    detok: Option<Detokenizer<'t>>,
+    stop_ids: &'t [u32],
+    options: TurnOptions,
+    asked: Instant,
+    first_token_at: Option<Instant>,
+    outcome: TurnOutcome,
+}
+
+impl<'t> Decoding<'t> {
+    /// A turn whose prompt is computed; `usage` already holds its prompt figures. Time to
+    /// first token counts from `asked`.
+    pub fn new(
+        tokenizer: Option<&'t TextTokenizer>,
+        options: &TurnOptions,
+        asked: Instant,
+        usage: Usage,
+    ) -> Self {
+        Self {
+            sampler: Sampler::new(options.sampling.clone()),
+            detok: tokenizer.map(Detokenizer::new),
+            stop_ids: tokenizer.map(TextTokenizer::stop_ids).unwrap_or_default(),
+            options: options.clone(),
+            asked,
+            first_token_at: None,
+            outcome: TurnOutcome {
+                usage,
+                ..TurnOutcome::default()
+            },
+        }
+    }
+
+    /// What the turn has produced so far.
+    pub fn outcome(&self) -> &TurnOutcome {
+        &self.outcome
+    }
+
+    /// Samples the next token from `logits` (the last position's; `history` is every token
+    /// in the sequence's cache, for the repeat penalty), tells the observer, and says whether
+    /// to go on.
+    pub fn step(
+        &mut self,
+        logits: &mut [f32],
+        history: &[u32],
+        observer: &mut dyn TurnObserver,
+    ) -> Result<Step> {
+        if observer.stop_requested() {
+            return Ok(Step::Stop(StopReason::Cancelled));
+        }
+        ensure_finite(logits)?;
+        let next = self.sampler.sample(logits, history);
+        let now = Instant::now();
+        let usage = &mut self.outcome.usage;
+        let asked = self.asked;
+        let first = *self.first_token_at.get_or_insert_with(|| {
+            usage.ttft_s = secs(now - asked);
+            now
+        });
+        if self.options.stop_at_end_of_turn && self.stop_ids.contains(&next) {
+            return Ok(Step::Stop(StopReason::EndOfTurn));
+        }
+        usage.generated_tokens += 1;
+        usage.decode_s = secs(now - first);
+        self.outcome.ids.push(next);
+        observer.token(next);
+        if let Some(piece) = self
+            .detok
+            .as_mut()
+            .map(|d| d.push(next))
+            .transpose()?
+            .flatten()
+        {
+            self.outcome.text.push_str(&piece);
+            observer.text(&piece)?;
+        }
+        if usage.generated_tokens >= self.options.max_tokens {
+            return Ok(Step::Stop(StopReason::MaxTokens));
+        }
+        Ok(Step::Next(next))
+    }
+
+    /// Ends the turn: the detokenizer's held-back text goes to the observer.
+    pub fn finish(
+        mut self,
+        stop: StopReason,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<TurnOutcome> {
+        if let Some(piece) = self
+            .detok
+            .as_mut()
+            .map(Detokenizer::finish)
+            .transpose()?
+            .flatten()
+        {
+            self.outcome.text.push_str(&piece);
+            observer.text(&piece)?;
+        }
+        self.outcome.usage.stop = Some(stop);
+        Ok(self.outcome)
     }
 }
 

@@ -7,7 +7,7 @@
 use super::config::ModelConfig;
 use super::embedding::RowTable;
 use super::kv_cache::{CacheType, KvCache};
-use super::layer::{Layer, LayerContext};
+use super::layer::{Layer, LayerContext, Segment};
 use super::linear::QLinear;
 use super::rope::Rope;
 use super::vecmath;
@@ -25,6 +25,12 @@ struct PerLayerEmbedding {
     /// Normalises each layer's `width` slice of the projection.
     proj_norm: Vec<f32>,
     width: usize,
+}
+
+/// One sequence of a batched pass: the tokens to feed after what its cache holds.
+pub struct SlotStep<'c> {
+    pub cache: &'c mut KvCache,
+    pub tokens: &'c [u32],
 }
 
 pub struct Decoder {
@@ -129,9 +135,51 @@ impl Decoder {
         &mut self.cache
     }
 
+    /// A second KV cache of the same size and format, empty: a server's slot.
+    pub fn new_cache(&self) -> Result<KvCache> {
+        KvCache::new(
+            &self.cfg.cache_head_dims()?,
+            self.cfg.n_head_kv,
+            self.cache.capacity(),
+            self.cache.kind(),
+        )
+    }
+
     /// Feeds `tokens` after the cached positions. Returns row-major logits `rows × vocab`: one
     /// row per token when `all_logits`, else only the last token's.
     pub fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>> {
+        // The pass borrows the weights and a cache apart: the model's own cache is lent out
+        // for it (an empty cache has no layers and allocates nothing).
+        let empty = KvCache::new(&[], 0, 0, self.cache.kind())?;
+        let mut cache = std::mem::replace(&mut self.cache, empty);
+        let mut steps = [SlotStep {
+            cache: &mut cache,
+            tokens,
+        }];
+        let result = self.pass(&mut steps, all_logits);
+        self.cache = cache;
+        result
+    }
+
+    /// One pass over several sequences, each fed its `tokens` after what its own cache holds
+    /// (a batched decode step: one token per slot; a new slot's prefill chunk may ride
+    /// along). The matmuls read the weights once for all rows; attention runs per sequence.
+    /// Returns the logits of each step's last token, `steps × vocab`, in order. Every row is
+    /// computed as it would be alone (the kernels are batch-invariant).
+    pub fn forward_batch(&mut self, steps: &mut [SlotStep]) -> Result<Vec<f32>> {
+        self.pass(steps, false)
+    }
+
+    /// The forward pass: `all_logits` (one step only) gives every row's logits.
+    fn pass(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
+        let mut tokens = Vec::new();
+        for step in steps.iter() {
+            if step.tokens.is_empty() {
+                bail!("forward called with no tokens");
+            }
+            step.cache.reserve(step.tokens.len())?;
+            tokens.extend_from_slice(step.tokens);
+        }
         if tokens.is_empty() {
             bail!("forward called with no tokens");
         }
@@ -141,32 +189,56 @@ impl Decoder {
                 self.cfg.vocab_size
             );
         }
-        self.cache.reserve(tokens.len())?;
-        let start = self.cache.len();
         let (t, e) = (tokens.len(), self.cfg.n_embd);
-        let mut x = self.token_embd.lookup(tokens)?;
+        let mut x = self.token_embd.lookup(&tokens)?;
         if let Some(scale) = self.cfg.embed_scale {
             vecmath::scale(&mut x, scale);
         }
         let per_layer = match &self.per_layer {
-            Some(ple) => Some(self.per_layer_inputs(ple, tokens, &x)?),
+            Some(ple) => Some(self.per_layer_inputs(ple, &tokens, &x)?),
             None => None,
         };
-        let rope = self.rope.table(start, t);
-        let rope_swa = self.rope_swa.table(start, t);
+        let spans: Vec<(usize, usize)> = steps
+            .iter()
+            .map(|s| (s.cache.len(), s.tokens.len()))
+            .collect();
+        let rope = self.rope.table_for(&spans);
+        let rope_swa = self.rope_swa.table_for(&spans);
+        let mut segments: Vec<Segment> = steps
+            .iter_mut()
+            .map(|s| Segment {
+                start: s.cache.len(),
+                tokens: s.tokens.len(),
+                cache: &mut *s.cache,
+            })
+            .collect();
         for (il, layer) in self.layers.iter().enumerate() {
             let ctx = LayerContext {
                 cfg: &self.cfg,
                 rope: if layer.sliding() { &rope_swa } else { &rope },
-                cache: &mut self.cache,
-                start,
+                segments: &mut segments,
                 per_layer_input: per_layer.as_ref().map(|p| p.layer(il)),
             };
             layer.forward(il, &mut x, ctx)?;
         }
-        self.cache.commit(t);
-        let rows = if all_logits { t } else { 1 };
-        let mut x = x.split_off((t - rows) * e);
+        for seg in segments.iter_mut() {
+            seg.cache.commit(seg.tokens);
+        }
+        let x = if all_logits && steps.len() == 1 {
+            x
+        } else {
+            // The last row of each step.
+            let mut last = Vec::with_capacity(steps.len() * e);
+            let mut end = 0;
+            for (_, n) in &spans {
+                end += n;
+                last.extend_from_slice(&x[(end - 1) * e..end * e]);
+            }
+            last
+        };
+        let rows = x.len() / e;
+        debug_assert!(rows == steps.len() || rows == t);
+        let mut x = x;
         vecmath::rms_norm_rows(&mut x, e, Some(&self.output_norm), self.cfg.rms_eps);
         let mut logits = self.output.forward_rows(&x, rows)?;
         if let Some(cap) = self.cfg.final_softcap {

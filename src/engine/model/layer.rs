@@ -68,14 +68,23 @@ pub struct Layer {
     kv_source: usize,
 }
 
-/// What a layer needs besides its own weights.
-pub struct LayerContext<'a> {
-    pub cfg: &'a ModelConfig,
-    /// The rotations of this pass's positions for this kind of layer.
-    pub rope: &'a RopeTable,
-    pub cache: &'a mut KvCache,
-    /// Position of the first token of this pass.
+/// One sequence's rows of a pass: `tokens` consecutive rows of the pass's input, at
+/// positions `start..` of the sequence whose keys and values `cache` holds. A pass over one
+/// conversation has one segment; a batched decode step has one per slot.
+pub struct Segment<'c> {
+    pub cache: &'c mut KvCache,
     pub start: usize,
+    pub tokens: usize,
+}
+
+/// What a layer needs besides its own weights.
+pub struct LayerContext<'a, 'c> {
+    pub cfg: &'a ModelConfig,
+    /// The rotations of this pass's positions (every segment's, in row order) for this kind
+    /// of layer.
+    pub rope: &'a RopeTable,
+    /// The sequences of this pass, in row order.
+    pub segments: &'a mut [Segment<'c>],
     /// Gemma 4: this layer's per-layer input, `(tokens, width)` row-major.
     pub per_layer_input: Option<Vec<f32>>,
 }
@@ -204,20 +213,15 @@ impl Layer {
                 vecmath::rms_norm_rows(&mut v, hd, None, eps);
             }
             ctx.rope.rotate(&mut k, nkv, hd);
-            ctx.cache.append(il, &k, &v)?;
+            let width = nkv * hd;
+            let mut row = 0;
+            for seg in ctx.segments.iter_mut() {
+                let rows = row * width..(row + seg.tokens) * width;
+                seg.cache.append(il, &k[rows.clone()], &v[rows])?;
+                row += seg.tokens;
+            }
         }
-        let shape = AttentionShape {
-            heads: nh,
-            kv_heads: nkv,
-            head_dim: hd,
-            capacity: ctx.cache.capacity(),
-            start: ctx.start,
-            window: self.sliding.then_some(cfg.sliding_window).flatten(),
-            scale: cfg.attn_scale,
-        };
-        // A KV-shared layer reads its source's cache, which already holds this pass's tokens
-        // (the source layer ran earlier in the same pass).
-        let attn = attention(&q, ctx.cache.layer(self.kv_source)?, shape);
+        let attn = self.attend(&q, ctx.segments, cfg)?;
         let mut a = self.attn_out.forward_rows(&attn, t)?;
         if let Some(norm) = &self.post_attn_norm {
             vecmath::rms_norm_rows(&mut a, e, Some(norm), eps);
@@ -239,6 +243,32 @@ impl Layer {
             vecmath::scale(x, scale);
         }
         Ok(())
+    }
+
+    /// Attention of each segment's queries against its own cache; rows in the order of `q`.
+    /// A sequence's rows never meet another sequence's keys, so a batched step computes
+    /// exactly what the sequence stepped alone would.
+    fn attend(&self, q: &[f32], segments: &[Segment], cfg: &ModelConfig) -> Result<Vec<f32>> {
+        let width = cfg.n_head * self.head_dim;
+        let mut out = Vec::with_capacity(q.len());
+        let mut row = 0;
+        for seg in segments.iter() {
+            let shape = AttentionShape {
+                heads: cfg.n_head,
+                kv_heads: cfg.n_head_kv,
+                head_dim: self.head_dim,
+                capacity: seg.cache.capacity(),
+                start: seg.start,
+                window: self.sliding.then_some(cfg.sliding_window).flatten(),
+                scale: cfg.attn_scale,
+            };
+            let rows = &q[row * width..(row + seg.tokens) * width];
+            // A KV-shared layer reads its source's cache, which already holds this pass's
+            // tokens (the source layer ran earlier in the same pass).
+            out.extend(attention(rows, seg.cache.layer(self.kv_source)?, shape));
+            row += seg.tokens;
+        }
+        Ok(out)
     }
 
     fn feed_forward(&self, x: &[f32], t: usize, cfg: &ModelConfig) -> Result<Vec<f32>> {

@@ -17,6 +17,7 @@ pub mod weights;
 use crate::engine::gguf::GgufHeader;
 use anyhow::{Context, Result};
 pub use config::{Arch, ModelConfig};
+pub use decoder::SlotStep;
 pub use kv_cache::{CacheType, KvCache};
 
 /// What the engine needs from a model implementation, so implementations can be swapped.
@@ -34,6 +35,12 @@ pub trait LanguageModel: Send {
     /// Feeds `tokens` after the cached ones; row-major logits (`rows × vocab`) for every
     /// token when `all_logits`, else the last token's alone.
     fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>>;
+    /// An empty KV cache like the model's own (size and format), for a sequence of its own:
+    /// a server's slot, fed through [`LanguageModel::forward_batch`].
+    fn new_cache(&self) -> Result<KvCache>;
+    /// One pass over several sequences with caches of their own (see
+    /// [`decoder::Decoder::forward_batch`]): the last token's logits of each, `steps × vocab`.
+    fn forward_batch(&mut self, steps: &mut [SlotStep]) -> Result<Vec<f32>>;
 }
 
 impl LanguageModel for decoder::Decoder {
@@ -54,6 +61,12 @@ impl LanguageModel for decoder::Decoder {
     }
     fn forward(&mut self, tokens: &[u32], all_logits: bool) -> Result<Vec<f32>> {
         decoder::Decoder::forward(self, tokens, all_logits)
+    }
+    fn new_cache(&self) -> Result<KvCache> {
+        decoder::Decoder::new_cache(self)
+    }
+    fn forward_batch(&mut self, steps: &mut [SlotStep]) -> Result<Vec<f32>> {
+        decoder::Decoder::forward_batch(self, steps)
     }
 }
 

@@ -30,6 +30,16 @@ impl Rope {
         }
     }
 
+    /// The rotations of several sequences' positions, one after the other: for each
+    /// `(start, tokens)`, positions `start..start + tokens` (a batched pass's rows).
+    pub fn table_for(&self, spans: &[(usize, usize)]) -> RopeTable {
+        let mut table = self.table(0, 0);
+        for &(start, tokens) in spans {
+            table.cos_sin.extend(self.table(start, tokens).cos_sin);
+        }
+        table
+    }
+
     /// The rotations of `tokens` positions from `start`, computed once per forward pass and
     /// shared by every layer of this kind (computing them per layer was 1% of a prefill).
     pub fn table(&self, start: usize, tokens: usize) -> RopeTable {

@@ -1,0 +1,106 @@
+//! `taper serve`: its flags, resolved over the config file into [`ServeOptions`].
+
+use super::ModelArgs;
+use crate::config::Config;
+use crate::engine::model::{CacheOptions, CacheType};
+use crate::engine::threads::set_threads;
+use crate::models::resolve;
+use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
+use anyhow::{bail, Result};
+use clap::Args;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Most bytes in a request body.
+const MAX_BODY_BYTES: usize = 8 << 20;
+/// Most messages in one chat request.
+const MAX_MESSAGES: usize = 4096;
+/// A request body must arrive within this.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Open connections at most.
+const MAX_CONNECTIONS: usize = 512;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The address to listen on; anything but loopback needs --api-key-env.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// The port (0 picks a free one; the URL is printed).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Requests answered at once, decoded together; each slot has its own KV cache.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// KV-cache size of each slot in tokens, capped at the model's own context
+    /// [default: the config's, 4096].
+    #[arg(long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<CacheType>,
+    /// Compute threads (default: the physical cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The environment variable that holds the API key clients must send as a bearer token.
+    #[arg(long = "api-key-env", value_name = "NAME")]
+    pub api_key_env: Option<String>,
+    /// Requests waiting for a slot at most; more are answered 503 [default: 4 per slot].
+    #[arg(long)]
+    pub queue: Option<usize>,
+    /// Most tokens in an answer when a request does not say [default: the config's, 1024].
+    #[arg(short = 'n', long = "max-tokens")]
+    pub max_tokens: Option<usize>,
+    /// Seconds a client has to send a request's headers; slow or half-open connections are
+    /// closed after it.
+    #[arg(long = "header-timeout", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
+}
+
+pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
+    set_threads(args.threads.or(config.threads))?;
+    let api_key = match &args.api_key_env {
+        Some(name) => match std::env::var(name) {
+            Ok(key) if !key.is_empty() => Some(key),
+            _ => bail!("--api-key-env {name}: the environment variable {name} is not set"),
+        },
+        None => None,
+    };
+    // Before the (slow) model load: an address that needs a key is refused at once.
+    serve::auth::check_bind(args.host, api_key.as_deref())?;
+    let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    let parallel = usize::from(args.parallel);
+    let context = args.ctx_size.unwrap_or(config.context_size());
+    let default_max_tokens = args.max_tokens.unwrap_or(config.max_tokens());
+    serve::serve(ServeOptions {
+        model_path,
+        tokenizer_json: args
+            .model
+            .tokenizer
+            .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
+        chat_template: user_model.and_then(|m| m.chat_template),
+        host: args.host,
+        port: args.port,
+        parallel,
+        cache: CacheOptions {
+            context,
+            cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        },
+        api_key,
+        queue: args.queue.unwrap_or(4 * parallel).max(1),
+        limits: Limits {
+            max_body_bytes: MAX_BODY_BYTES,
+            max_messages: MAX_MESSAGES,
+            max_tokens: context,
+        },
+        defaults: config.sampling(),
+        default_max_tokens,
+        connections: ConnectionLimits {
+            header_timeout: Duration::from_secs(args.header_timeout),
+            max_connections: MAX_CONNECTIONS,
+        },
+        body_timeout: BODY_TIMEOUT,
+        http_threads: 2,
+    })
+}

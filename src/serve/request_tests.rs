@@ -1,0 +1,106 @@
+use super::*;
+
+const LIMITS: Limits = Limits {
+    max_body_bytes: 1 << 20,
+    max_messages: 8,
+    max_tokens: 512,
+};
+
+fn chat(body: &str) -> Result<Completion, ApiError> {
+    parse(body.as_bytes(), true, &SamplingParams::default(), &LIMITS)
+}
+
+fn param(body: &str) -> Option<String> {
+    chat(body).expect_err("should be refused").param
+}
+
+#[test]
+fn a_full_chat_request_reads_every_known_field() {
+    let c = chat(
+        r#"{"model":"x","messages":[{"role":"system","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"hi"}]}],
+            "temperature":0,"top_p":0.5,"top_k":3,"min_p":0.1,"seed":7,
+            "max_completion_tokens":9000,"stop":"END","stream":true,
+            "stream_options":{"include_usage":true},"presence_penalty":0.5,
+            "unknown_field":{"anything":1}}"#,
+    )
+    .expect("valid");
+    assert_eq!(
+        c.prompt,
+        Prompt::Chat(vec![Message::system("be brief"), Message::user("hi")])
+    );
+    assert_eq!(c.sampling.temperature, 0.0);
+    assert_eq!((c.sampling.top_k, c.sampling.seed), (3, Some(7)));
+    assert_eq!(c.max_tokens, Some(512), "capped");
+    assert_eq!(c.stop, vec!["END".to_string()]);
+    assert!(c.stream && c.include_usage);
+    assert_eq!(c.presence_penalty, 0.5);
+}
+
+#[test]
+fn wrong_types_and_ranges_name_the_field() {
+    let m = r#""messages":[{"role":"user","content":"hi"}]"#;
+    assert_eq!(
+        param(&format!(r#"{{{m},"temperature":"hot"}}"#)).as_deref(),
+        Some("temperature")
+    );
+    assert_eq!(
+        param(&format!(r#"{{{m},"temperature":9}}"#)).as_deref(),
+        Some("temperature")
+    );
+    assert_eq!(
+        param(&format!(r#"{{{m},"max_tokens":1.5}}"#)).as_deref(),
+        Some("max_tokens")
+    );
+    assert_eq!(
+        param(&format!(r#"{{{m},"stop":[1]}}"#)).as_deref(),
+        Some("stop")
+    );
+    assert_eq!(
+        param(&format!(r#"{{{m},"stream":"yes"}}"#)).as_deref(),
+        Some("stream")
+    );
+    assert_eq!(param(&format!(r#"{{{m},"n":2}}"#)).as_deref(), Some("n"));
+    assert_eq!(
+        param(r#"{"messages":[{"role":"tool","content":"x"}]}"#).as_deref(),
+        Some("messages[0].role")
+    );
+    assert_eq!(
+        param(r#"{"messages":[{"role":"user","content":5}]}"#).as_deref(),
+        Some("messages[0].content")
+    );
+    assert_eq!(param(r#"{"messages":[]}"#).as_deref(), Some("messages"));
+    assert_eq!(param(r#"{"messages":"hi"}"#).as_deref(), Some("messages"));
+}
+
+#[test]
+fn too_many_messages_and_bad_json_are_refused() {
+    let many = [r#"{"role":"user","content":"x"}"#; 9].join(",");
+    let err = chat(&format!(r#"{{"messages":[{many}]}}"#)).unwrap_err();
+    assert!(err.message.contains("at most 8"), "{}", err.message);
+    assert!(chat("{not json")
+        .unwrap_err()
+        .message
+        .contains("not valid JSON"));
+    assert!(chat("[1]").unwrap_err().message.contains("JSON object"));
+}
+
+#[test]
+fn completions_take_a_prompt_string() {
+    let c = parse(
+        br#"{"prompt":"Once"}"#,
+        false,
+        &SamplingParams::default(),
+        &LIMITS,
+    )
+    .unwrap();
+    assert_eq!(c.prompt, Prompt::Raw("Once".into()));
+    let e = parse(
+        br#"{"prompt":3}"#,
+        false,
+        &SamplingParams::default(),
+        &LIMITS,
+    )
+    .unwrap_err();
+    assert_eq!(e.param.as_deref(), Some("prompt"));
+}

@@ -1,0 +1,288 @@
+//! The HTTP routes: `/health`, `/v1/models`, `/v1/chat/completions`, `/v1/completions`.
+//! A request is read (bounded in size and time), checked, templated and tokenized here, then
+//! queued for the engine thread; a full queue is a 503 with `Retry-After`.
+
+use super::error::ApiError;
+use super::job::{Job, JobEvent};
+use super::request::{self, Completion, Limits, Prompt};
+use super::response::{self, Meta};
+use super::scheduler::Status;
+use super::stream;
+use crate::engine::answer_ids::AnswerIds;
+use crate::engine::generation::TurnOptions;
+use crate::engine::prompt::ModelText;
+use crate::engine::sampler::SamplingParams;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::json;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+
+/// Everything a request handler shares.
+pub struct AppState {
+    pub jobs: SyncSender<Job>,
+    pub status: Arc<Status>,
+    pub text: Arc<ModelText>,
+    pub answers: Arc<Mutex<AnswerIds>>,
+    pub model_name: String,
+    pub context: usize,
+    pub parallel: usize,
+    pub defaults: SamplingParams,
+    pub default_max_tokens: usize,
+    pub limits: Limits,
+    pub api_key: Option<String>,
+    /// A request body must arrive within this.
+    pub body_timeout: Duration,
+    pub next_id: AtomicU64,
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+async fn health(State(s): State<Arc<AppState>>) -> Response {
+    let body = json!({
+        "status": "ok",
+        "slots_idle": s.parallel.saturating_sub(s.status.busy.load(Ordering::SeqCst)),
+        "slots_processing": s.status.busy.load(Ordering::SeqCst),
+        "requests_queued": s.status.queued.load(Ordering::SeqCst),
+    });
+    super::json_response(StatusCode::OK, &body)
+}
+
+async fn models(State(s): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(e) = s.authorize(&headers) {
+        return e.into_response();
+    }
+    let body = json!({
+        "object": "list",
+        "data": [{
+            "id": s.model_name,
+            "object": "model",
+            "created": now_secs(),
+            "owned_by": "taper",
+            "meta": { "n_ctx": s.context, "n_parallel": s.parallel },
+        }],
+    });
+    super::json_response(StatusCode::OK, &body)
+}
+
+async fn not_found() -> Response {
+    ApiError::new(StatusCode::NOT_FOUND, "no such endpoint").into_response()
+}
+
+async fn chat(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    answer(s, headers, body, true)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn completions(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    answer(s, headers, body, false)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A chat or completions request, from its body to its response.
+async fn answer(
+    s: Arc<AppState>,
+    headers: HeaderMap,
+    body: Body,
+    chat: bool,
+) -> Result<Response, ApiError> {
+    let asked = Instant::now();
+    s.authorize(&headers)?;
+    let bytes = read_body(&s, &headers, body).await?;
+    let request = request::parse(&bytes, chat, &s.defaults, &s.limits)?;
+    let state = s.clone();
+    let prompt = request.prompt.clone();
+    // Templating and tokenizing are CPU work: off the connection threads.
+    let tokens = tokio::task::spawn_blocking(move || state.prompt_ids(&prompt))
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
+    let (events, meta) = s.queue(tokens, &request, chat, asked)?;
+    if request.stream {
+        Ok(stream::respond(meta, chat, request.include_usage, events))
+    } else {
+        collect(meta, chat, events).await
+    }
+}
+
+impl AppState {
+    /// Without a configured key everyone may; with one, only a matching bearer token.
+    fn authorize(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let Some(key) = &self.api_key else {
+            return Ok(());
+        };
+        let given = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        if super::auth::authorized(given, key) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "a valid API key is required (Authorization: Bearer KEY)",
+            ))
+        }
+    }
+
+    /// The prompt's ids: the chat template rendered (answers this server wrote keep their
+    /// ids, so the slot's cache serves the whole conversation) or the raw text.
+    fn prompt_ids(&self, prompt: &Prompt) -> Result<Vec<u32>, ApiError> {
+        let ids = match prompt {
+            Prompt::Chat(messages) => {
+                let answers = self
+                    .answers
+                    .lock()
+                    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "poisoned"))?;
+                self.text.chat_ids(messages, &answers).map_err(|e| {
+                    ApiError::field(
+                        "messages",
+                        format!("the model's chat template cannot render these messages: {e:#}"),
+                    )
+                })?
+            }
+            Prompt::Raw(text) => self
+                .text
+                .raw_ids(text)
+                .map_err(|e| ApiError::field("prompt", format!("{e:#}")))?,
+        };
+        if ids.len() >= self.context {
+            return Err(ApiError::field(
+                if matches!(prompt, Prompt::Chat(_)) {
+                    "messages"
+                } else {
+                    "prompt"
+                },
+                format!(
+                    "the prompt is {} tokens, more than the context of {} tokens leaves room \
+                     for (an answer needs at least one)",
+                    ids.len(),
+                    self.context
+                ),
+            ));
+        }
+        Ok(ids)
+    }
+
+    /// Hands the request to the engine; a full queue is a 503.
+    fn queue(
+        &self,
+        prompt: Vec<u32>,
+        request: &Completion,
+        chat: bool,
+        asked: Instant,
+    ) -> Result<(UnboundedReceiver<JobEvent>, Meta), ApiError> {
+        let room = self.context - prompt.len();
+        let max_tokens = request
+            .max_tokens
+            .unwrap_or(self.default_max_tokens)
+            .min(room)
+            .min(self.limits.max_tokens);
+        let (events, receiver) = unbounded_channel();
+        let job = Job {
+            prompt,
+            options: TurnOptions {
+                sampling: request.sampling.clone(),
+                max_tokens,
+                stop_at_end_of_turn: true,
+            },
+            stop: request.stop.clone(),
+            frequency_penalty: request.frequency_penalty,
+            presence_penalty: request.presence_penalty,
+            remember_answer: chat,
+            asked,
+            events,
+        };
+        self.status.queued.fetch_add(1, Ordering::SeqCst);
+        if let Err(e) = self.jobs.try_send(job) {
+            self.status.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(match e {
+                TrySendError::Full(_) => ApiError::busy(),
+                TrySendError::Disconnected(_) => {
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
+                }
+            });
+        }
+        let n = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let meta = Meta {
+            id: format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" }),
+            model: self.model_name.clone(),
+            created: now_secs(),
+        };
+        Ok((receiver, meta))
+    }
+}
+
+/// The body, refused early when its declared length is over the limit, and in time.
+async fn read_body(s: &AppState, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let max = s.limits.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {max} bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(s.body_timeout, axum::body::to_bytes(body, max)).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body did not arrive in time",
+        )),
+        Ok(Err(_)) => Err(too_large()),
+        Ok(Ok(bytes)) => Ok(bytes),
+    }
+}
+
+/// A whole (non-streamed) answer.
+async fn collect(
+    meta: Meta,
+    chat: bool,
+    mut events: UnboundedReceiver<JobEvent>,
+) -> Result<Response, ApiError> {
+    let mut text = String::new();
+    while let Some(event) = events.recv().await {
+        match event {
+            JobEvent::Text(piece) => text.push_str(&piece),
+            JobEvent::Done { usage, finish } => {
+                let body = if chat {
+                    response::chat(&meta, &text, finish, &usage)
+                } else {
+                    response::text(&meta, &text, finish, &usage)
+                };
+                return Ok(super::json_response(StatusCode::OK, &body));
+            }
+            JobEvent::Failed(message) => {
+                return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message))
+            }
+        }
+    }
+    Err(ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the engine stopped before the answer was complete",
+    ))
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,136 @@
+//! Streamed answers as server-sent events, OpenAI's way: a chunk per piece of text, a last
+//! chunk with the finish reason, the usage chunk when asked for, then `[DONE]`. When the
+//! client goes away the stream is dropped, and with it the job's receiver: the engine sees
+//! the closed channel and frees the slot.
+
+use super::error::ApiError;
+use super::job::JobEvent;
+use super::response::{self, Meta, ThinkingSplitter};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+struct Streaming {
+    events: UnboundedReceiver<JobEvent>,
+    meta: Meta,
+    chat: bool,
+    include_usage: bool,
+    thinking: ThinkingSplitter,
+    /// Events ready to send, oldest first.
+    ready: VecDeque<Event>,
+    done: bool,
+}
+
+pub fn respond(
+    meta: Meta,
+    chat: bool,
+    include_usage: bool,
+    events: UnboundedReceiver<JobEvent>,
+) -> Response {
+    let mut state = Streaming {
+        events,
+        meta,
+        chat,
+        include_usage,
+        thinking: ThinkingSplitter::default(),
+        ready: VecDeque::new(),
+        done: false,
+    };
+    if chat {
+        let first = response::chat_chunk(
+            &state.meta,
+            json!({ "role": "assistant", "content": "" }),
+            None,
+        );
+        state.ready.push_back(data(&first));
+    }
+    let stream = futures_util::stream::unfold(state, |mut state| async move {
+        state
+            .next()
+            .await
+            .map(|event| (Ok::<_, Infallible>(event), state))
+    });
+    Sse::new(stream).into_response()
+}
+
+fn data(value: &Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+impl Streaming {
+    /// The next event to send; None when the stream is over.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            match self.events.recv().await {
+                Some(event) => self.on(event),
+                None => {
+                    let e = ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "the engine stopped before the answer was complete",
+                    );
+                    self.ready.push_back(data(&e.body()));
+                    self.done = true;
+                }
+            }
+        }
+    }
+
+    /// Turns one engine event into the events to send.
+    fn on(&mut self, event: JobEvent) {
+        let meta = &self.meta;
+        match event {
+            JobEvent::Text(piece) if self.chat => {
+                let (thinking, answer) = self.thinking.push(&piece);
+                if !thinking.is_empty() {
+                    let delta = json!({ "reasoning_content": thinking });
+                    self.ready
+                        .push_back(data(&response::chat_chunk(meta, delta, None)));
+                }
+                if !answer.is_empty() {
+                    let delta = json!({ "content": answer });
+                    self.ready
+                        .push_back(data(&response::chat_chunk(meta, delta, None)));
+                }
+            }
+            JobEvent::Text(piece) => {
+                self.ready
+                    .push_back(data(&response::text_chunk(meta, &piece, None)));
+            }
+            JobEvent::Done { usage, finish } => {
+                let mut last = if self.chat {
+                    response::chat_chunk(meta, json!({}), Some(finish))
+                } else {
+                    response::text_chunk(meta, "", Some(finish))
+                };
+                last["timings"] = response::timings(&usage);
+                self.ready.push_back(data(&last));
+                if self.include_usage {
+                    let object = if self.chat {
+                        "chat.completion.chunk"
+                    } else {
+                        "text_completion"
+                    };
+                    let chunk = response::usage_chunk(meta, object, &usage);
+                    self.ready.push_back(data(&chunk));
+                }
+                self.ready.push_back(Event::default().data("[DONE]"));
+                self.done = true;
+            }
+            JobEvent::Failed(message) => {
+                let e = ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message);
+                self.ready.push_back(data(&e.body()));
+                self.done = true;
+            }
+        }
+    }
+}
