@@ -56,6 +56,7 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         context_length: 8192,
         load_s: 0.27,
         threads: 2,
+        remote: None,
     }
 }
 

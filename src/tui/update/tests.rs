@@ -47,6 +47,7 @@ impl Test {
                 context_length: 512,
                 load_s: 0.1,
                 threads: 1,
+                remote: None,
             },
             notices: vec![],
         }));
