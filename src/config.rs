@@ -139,9 +139,7 @@ impl Config {
         {
             return bad("sampling.min_p", "between 0 and 1");
         }
-        for (i, r) in self.remotes.iter().enumerate() {
-            validate_remote(r, &self.remotes[..i], origin)?;
-        }
+        self.validate_remotes(origin)?;
         for m in &self.models {
             if m.path.is_none() && (m.repo.is_none() || m.file.is_none()) {
                 return Err(anyhow!(
@@ -150,6 +148,14 @@ impl Config {
                     m.name
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Checks every `[[remotes]]` entry (also those `--remote` adds).
+    pub fn validate_remotes(&self, origin: &Path) -> Result<()> {
+        for (i, r) in self.remotes.iter().enumerate() {
+            validate_remote(r, &self.remotes[..i], origin)?;
         }
         Ok(())
     }

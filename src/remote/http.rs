@@ -92,7 +92,11 @@ fn status_failure(
     let said = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
         .and_then(|v| error_message(&v))
-        .or_else(|| (!body.trim().is_empty()).then(|| one_line(&body, 200)))
+        // A plain-text reason is worth quoting; an HTML error page is not.
+        .or_else(|| {
+            let plain = !body.trim().is_empty() && !body.trim_start().starts_with('<');
+            plain.then(|| one_line(&body, 160))
+        })
         .map(|m| format!(": {m}"))
         .unwrap_or_default();
     match code {

@@ -63,7 +63,7 @@ fn openai_models(remote: &Remote) -> Result<Vec<RemoteModel>, String> {
             let id = m["id"].as_str().or_else(|| m["name"].as_str())?;
             Some(RemoteModel {
                 id: id.to_string(),
-                context: size(&m["max_model_len"]),
+                context: size(&m["max_model_len"]).or_else(|| size(&m["meta"]["n_ctx"])),
                 trained_context: size(&m["meta"]["n_ctx_train"]),
                 parameters: m["meta"]["n_params"].as_u64(),
             })

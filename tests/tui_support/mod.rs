@@ -93,6 +93,7 @@ pub fn usage(prompt: usize, cached: usize, generated: usize, stop: StopReason) -
         dropped_messages: 0,
         context_size: 4096,
         stop: Some(stop),
+        server: None,
     }
 }
 
