@@ -32,9 +32,12 @@ pub fn request(agent: &ureq::Agent, method: &str, remote: &Remote, url: &str) ->
     }
 }
 
-/// A GET whose JSON answer is read whole (bounded); failures are sentences.
-pub fn get_json(remote: &Remote, url: &str, read: Duration) -> Result<serde_json::Value, String> {
-    let response = request(&agent(read), "GET", remote, url)
+/// A GET whose JSON answer is read whole, bounded in size and in time (`limit` for all of
+/// it: a server that trickles an endless body must not hold a listing or a connect up);
+/// failures are sentences.
+pub fn get_json(remote: &Remote, url: &str, limit: Duration) -> Result<serde_json::Value, String> {
+    let response = request(&agent(limit), "GET", remote, url)
+        .timeout(limit)
         .call()
         .map_err(|e| failure(remote, e, None))?;
     let response = redirect_check(remote, response)?;
