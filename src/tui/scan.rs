@@ -80,16 +80,11 @@ pub fn remotes(sources: &ModelSources) -> Vec<ModelEntry> {
         let remote = listing.remote;
         match listing.models {
             Ok(models) => entries.extend(models.into_iter().map(|m| {
-                let target = crate::remote::RemoteTarget {
+                let mut entry = remote_entry(crate::remote::RemoteTarget {
                     remote: remote.clone(),
                     model: m.id,
-                };
-                let mut entry = ModelEntry::from_path(PathBuf::from(target.label()));
-                entry.name = target.label();
-                entry.architecture = REMOTE.into();
-                entry.quantization = remote.host().to_string();
+                });
                 entry.parameters = m.parameters.unwrap_or(0);
-                entry.remote = Some(target);
                 entry
             })),
             Err(why) => {
@@ -105,6 +100,16 @@ pub fn remotes(sources: &ModelSources) -> Vec<ModelEntry> {
         }
     }
     entries
+}
+
+/// A remote's model as the picker lists it (choosing it connects).
+pub fn remote_entry(target: crate::remote::RemoteTarget) -> ModelEntry {
+    let mut entry = ModelEntry::from_path(PathBuf::from(target.label()));
+    entry.name = target.label();
+    entry.architecture = REMOTE.into();
+    entry.quantization = target.remote.host().to_string();
+    entry.remote = Some(target);
+    entry
 }
 
 /// A model file as the picker lists it; an unreadable header becomes the entry's problem.

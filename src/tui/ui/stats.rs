@@ -198,8 +198,9 @@ fn model_section(rows: &mut Vec<Row>, state: &State) {
             model_rows(rows, facts, "…".into());
         }
         (None, Some(info)) if info.remote.is_some() => {
-            let url = info.remote.clone().unwrap_or_default();
-            remote_rows(rows, &info.name, &url, format!("{:.2} s", info.load_s));
+            // The host and port (the quantization column of a remote): a URL would not fit.
+            let connect = format!("{:.2} s", info.load_s);
+            remote_rows(rows, &info.name, &info.quantization, connect);
         }
         (None, Some(info)) => {
             let facts = (
