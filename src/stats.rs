@@ -36,9 +36,9 @@ pub struct Usage {
     pub context_size: usize,
     pub stop: Option<StopReason>,
     /// What a remote server reported about its own work (the fields above are measured
-    /// here); None for local models.
+    /// here); None for local models. Boxed: every answer holds a Usage, few hold these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<ServerFigures>,
+    pub server: Option<Box<ServerFigures>>,
 }
 
 /// Figures a remote server reported (llama-server's `timings`, the `usage` of the OpenAI

@@ -63,10 +63,10 @@ fn local_remote_local_keeps_the_history_and_saves_model_names_not_keys() {
     assert_eq!(second.messages[1].content, "Hello!");
     h.tokens(second.turn_id, &["<think>", "hm", "</think>\n\n", "Fine."]);
     let mut u = usage(20, 0, 3, StopReason::EndOfTurn);
-    u.server = Some(ServerFigures {
+    u.server = Some(Box::new(ServerFigures {
         decode_tok_s: Some(99.0),
         ..ServerFigures::default()
-    });
+    }));
     h.finish(second.turn_id, u);
 
     h.send(Msg::Load(tui_support::entry(SMOL, "llama", "Q4_1", 1)));

@@ -266,7 +266,7 @@ impl Turn<'_> {
             dropped_messages: 0,
             context_size,
             stop: Some(stop),
-            server: r,
+            server: r.map(Box::new),
         }
     }
 }

@@ -131,7 +131,7 @@ impl From<&Usage> for SavedUsage {
             context_size: u.context_size,
             dropped_messages: u.dropped_messages,
             stop: u.stop,
-            server: u.server.clone(),
+            server: u.server.as_deref().cloned(),
         }
     }
 }
@@ -148,7 +148,7 @@ impl From<&SavedUsage> for Usage {
             dropped_messages: u.dropped_messages,
             context_size: u.context_size,
             stop: u.stop,
-            server: u.server.clone(),
+            server: u.server.clone().map(Box::new),
         }
     }
 }
