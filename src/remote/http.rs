@@ -136,15 +136,21 @@ fn transport_failure(remote: &Remote, t: &ureq::Transport) -> String {
     // The chain's sources say what the kind alone does not (refused, TLS, timed out).
     let mut detail = t.message().map(str::to_string).unwrap_or_default();
     let mut io_kind = None;
+    let mut innermost = None;
     let mut source = std::error::Error::source(t);
     while let Some(e) = source {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             io_kind.get_or_insert(io.kind());
         }
-        if detail.is_empty() {
-            detail = e.to_string();
-        }
+        innermost = Some(e.to_string());
         source = e.source();
+    }
+    // ureq's message says what it was doing; the innermost cause says why (TLS: which check).
+    if let Some(cause) = innermost.filter(|c| !detail.contains(c.as_str())) {
+        detail = match detail.is_empty() {
+            true => cause,
+            false => format!("{detail}: {cause}"),
+        };
     }
     let lower = detail.to_lowercase();
     match t.kind() {
