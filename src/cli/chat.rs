@@ -69,6 +69,12 @@ pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
             s.system_prompt = system;
         }
     }
+    // Printed before the screen came up, and said again where it stays in view.
+    for warning in &config.warnings {
+        state
+            .conversation
+            .push_notice(state::NoticeLevel::Error, warning.clone());
+    }
     let fps = args.fps.unwrap_or(tui::DEFAULT_FPS).max(1);
     tui::run(tui::app::AppConfig {
         state,
