@@ -26,6 +26,47 @@ pub struct Config {
     /// User-defined models.
     #[serde(default)]
     pub models: Vec<UserModel>,
+    /// OpenAI-compatible servers whose models are offered as `NAME/MODEL`.
+    #[serde(default)]
+    pub remotes: Vec<RemoteConfig>,
+    /// What the user should be told about the file itself (an API key others can read).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// A `[[remotes]]` entry: an OpenAI-compatible server (llama-server, vLLM, SGLang, Ollama).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConfig {
+    /// The first part of `NAME/MODEL`; no slashes.
+    pub name: String,
+    /// The OpenAI base URL, `http://host:8080/v1` (a bare `http://host:port` gets `/v1`).
+    pub url: String,
+    /// The environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// The key itself; only in a file no one else can read (taper warns otherwise).
+    pub api_key: Option<crate::remote::Secret>,
+    /// Offer only these models.
+    pub models: Option<Vec<String>>,
+    /// `openai` or `ollama`, when detection is not enough.
+    pub kind: Option<crate::remote::RemoteKind>,
+    /// Seconds without a byte before a stream counts as stalled [default: 60].
+    pub stall_timeout_s: Option<u64>,
+}
+
+impl RemoteConfig {
+    /// The remote `--remote URL` adds: no key file, the key (if any) from `TAPER_API_KEY`.
+    pub fn quick(name: &str, url: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            url: url.to_string(),
+            api_key_env: Some("TAPER_API_KEY".to_string()),
+            api_key: None,
+            models: None,
+            kind: None,
+            stall_timeout_s: None,
+        }
+    }
 }
 
 /// Sampling defaults; each overrides the built-in one.
@@ -98,6 +139,7 @@ impl Config {
         {
             return bad("sampling.min_p", "between 0 and 1");
         }
+        self.validate_remotes(origin)?;
         for m in &self.models {
             if m.path.is_none() && (m.repo.is_none() || m.file.is_none()) {
                 return Err(anyhow!(
@@ -110,10 +152,22 @@ impl Config {
         Ok(())
     }
 
+    /// Checks every `[[remotes]]` entry (also those `--remote` adds).
+    pub fn validate_remotes(&self, origin: &Path) -> Result<()> {
+        for (i, r) in self.remotes.iter().enumerate() {
+            validate_remote(r, &self.remotes[..i], origin)?;
+        }
+        Ok(())
+    }
+
     /// Reads `path`; a missing file is the empty config only when `required` is false.
     pub fn load(path: &Path, required: bool) -> Result<Self> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text, path),
+            Ok(text) => {
+                let mut config = Self::parse(&text, path)?;
+                config.warn_if_keys_readable(path);
+                Ok(config)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Self::default()),
             Err(e) => Err(anyhow!("{}: cannot read: {e}", path.display())),
         }
@@ -149,6 +203,51 @@ impl Config {
     pub fn user_model(&self, name: &str) -> Option<&UserModel> {
         self.models.iter().find(|m| m.name == name)
     }
+
+    /// A key in a file that other users can read is no secret: say so (it still works).
+    fn warn_if_keys_readable(&mut self, path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        if !self.remotes.iter().any(|r| r.api_key.is_some()) {
+            return;
+        }
+        let mode = std::fs::metadata(path).map(|m| m.permissions().mode());
+        if mode.is_ok_and(|m| m & 0o077 != 0) {
+            self.warnings.push(format!(
+                "{} holds an API key but other users can read it: run `chmod 600 {}` \
+                 (or use api_key_env)",
+                path.display(),
+                path.display()
+            ));
+        }
+    }
+}
+
+fn validate_remote(r: &RemoteConfig, before: &[RemoteConfig], origin: &Path) -> Result<()> {
+    let bad = |what: String| Err(anyhow!("{}: remote `{}` {what}", origin.display(), r.name));
+    if r.name.is_empty() || r.name.contains('/') || r.name.contains(char::is_whitespace) {
+        return bad("needs a name without slashes or spaces".into());
+    }
+    if before.iter().any(|b| b.name == r.name) {
+        return bad("is named twice".into());
+    }
+    let Some((scheme, rest)) = r.url.split_once("://") else {
+        return bad(format!("has url {:?}: expected http://HOST:PORT/v1", r.url));
+    };
+    if scheme != "http" && scheme != "https" {
+        return bad(format!("has url {:?}: only http and https work", r.url));
+    }
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if authority.is_empty() {
+        return bad(format!("has url {:?} without a host", r.url));
+    }
+    if authority.contains('@') {
+        // A key in the URL would show wherever the URL does: it belongs in api_key_env.
+        return bad("has credentials in its url: put the key in api_key_env".into());
+    }
+    if r.stall_timeout_s == Some(0) {
+        return bad("needs stall_timeout_s of at least 1".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -167,6 +266,44 @@ mod tests {
         assert!(c.context_size.is_some() && c.threads.is_some() && c.max_tokens.is_some());
         assert!(c.models_dir.is_some() && c.sampling.temperature.is_some());
         assert_eq!(c.models.len(), 2);
+        assert_eq!(c.remotes.len(), 2);
+        let gpu = &c.remotes[0];
+        assert!(gpu.api_key_env.is_some() && gpu.models.is_some() && gpu.stall_timeout_s.is_some());
+        assert_eq!(c.remotes[1].kind, Some(crate::remote::RemoteKind::Ollama));
+    }
+
+    #[test]
+    fn a_remote_needs_a_plain_name_and_an_http_url_without_credentials() {
+        let remote = |body: &str| parse(&format!("[[remotes]]\n{body}\n"));
+        let err = |body: &str| remote(body).unwrap_err().to_string();
+        assert!(remote("name = \"a\"\nurl = \"https://h/v1\"").is_ok());
+        assert!(err("name = \"a/b\"\nurl = \"http://h\"").contains("without slashes"));
+        assert!(err("name = \"a\"\nurl = \"h:8080\"").contains("expected http://"));
+        assert!(err("name = \"a\"\nurl = \"ftp://h\"").contains("only http"));
+        assert!(err("name = \"a\"\nurl = \"http://k:s@h\"").contains("api_key_env"));
+        assert!(err("name = \"a\"\nurl = \"http://h\"\nkind = \"grpc\"").contains("kind"));
+        let twice = "[[remotes]]\nname = \"a\"\nurl = \"http://h\"\n";
+        let e = parse(&format!("{twice}{twice}")).unwrap_err().to_string();
+        assert!(e.contains("named twice"), "{e}");
+    }
+
+    #[test]
+    fn a_key_in_a_file_others_can_read_is_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let text = "[[remotes]]\nname = \"a\"\nurl = \"http://h\"\napi_key = \"sk-1\"\n";
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let open = Config::load(&path, true).unwrap();
+        assert!(
+            open.warnings[0].contains("chmod 600"),
+            "{:?}",
+            open.warnings
+        );
+        assert!(!open.warnings[0].contains("sk-1"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Config::load(&path, true).unwrap().warnings.is_empty());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - [`hub`]: downloads from the Hugging Face hub into its standard cache.
 //! - [`models`]: the local models (header facts) and `taper models` / `models pull`.
 //! - [`paths`]: where models and data live.
+//! - [`remote`]: OpenAI-compatible servers (llama-server, vLLM, SGLang, Ollama) as a second
+//!   backend of the engine: model lists, streamed chat over SSE, failures in one sentence.
 //! - [`sessions`]: saved conversations (format, files, export).
 //! - [`stats`]: usage figures, rates and process memory.
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
@@ -33,6 +35,7 @@ pub mod hub;
 pub mod models;
 pub mod paths;
 pub mod perplexity;
+pub mod remote;
 pub mod serve;
 pub mod sessions;
 pub mod stats;

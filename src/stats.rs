@@ -35,6 +35,24 @@ pub struct Usage {
     pub dropped_messages: usize,
     pub context_size: usize,
     pub stop: Option<StopReason>,
+    /// What a remote server reported about its own work (the fields above are measured
+    /// here); None for local models. Boxed: every answer holds a Usage, few hold these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Box<ServerFigures>>,
+}
+
+/// Figures a remote server reported (llama-server's `timings`, the `usage` of the OpenAI
+/// API); each is None when the server did not send it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerFigures {
+    pub prompt_tokens: Option<usize>,
+    pub completion_tokens: Option<usize>,
+    /// Prompt tokens the server reused from its cache (`cache_n`).
+    pub cached_tokens: Option<usize>,
+    /// `prompt_per_second`.
+    pub prompt_tok_s: Option<f64>,
+    /// `predicted_per_second`.
+    pub decode_tok_s: Option<f64>,
 }
 
 impl Usage {

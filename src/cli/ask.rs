@@ -66,7 +66,19 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
 
 pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     set_threads(args.threads.or(config.threads))?;
-    let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    let named = args
+        .model
+        .model
+        .as_deref()
+        .or(config.default_model.as_deref());
+    let remote = named.and_then(|name| crate::remote::find_target(name, config));
+    if remote.is_some() && args.raw {
+        bail!("--raw sends text without a chat template, which only local models can do");
+    }
+    let load = match remote {
+        Some(target) => EngineCommand::Connect(target),
+        None => load_command(&args, config)?,
+    };
     let prompt = read_prompt(args.prompt)?;
     if prompt.trim().is_empty() {
         bail!("the prompt is empty");
@@ -79,16 +91,7 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     let sampling = args.sampling.params(config);
 
     let mut engine = EngineHandle::spawn()?;
-    engine.send(EngineCommand::Load(LoadRequest {
-        model_path,
-        tokenizer_json: args
-            .model
-            .tokenizer
-            .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
-        context_size: args.ctx_size.unwrap_or(config.context_size()),
-        cache_type: args.cache_type.unwrap_or(config.cache_type()),
-        chat_template: user_model.and_then(|m| m.chat_template),
-    }))?;
+    engine.send(load)?;
     let info = loop {
         match engine.recv_blocking() {
             Some(EngineEvent::Loaded { info, notices }) => {
@@ -113,14 +116,22 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         max_tokens: args.sampling.max_tokens(config),
     }))?;
     let mut out = std::io::stdout().lock();
+    let mut wrote = false;
     let usage = loop {
         match engine.recv_blocking() {
             Some(EngineEvent::Token { text, .. }) => {
                 out.write_all(text.as_bytes())?;
                 out.flush()?;
+                wrote = true;
             }
             Some(EngineEvent::Finished { usage, .. }) => break usage,
-            Some(EngineEvent::Failed { message, .. }) => bail!("{message}"),
+            Some(EngineEvent::Failed { message, .. }) => {
+                // The partial answer stays on stdout, ended like a whole one.
+                if wrote {
+                    writeln!(out)?;
+                }
+                bail!("{message}")
+            }
             Some(_) => continue,
             None => return Err(anyhow!("the engine stopped while generating")),
         }
@@ -136,6 +147,22 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         eprintln!("{}", stats_line(&usage, &info));
     }
     Ok(())
+}
+
+/// The local model `-m` names, as a load command.
+fn load_command(args: &AskArgs, config: &Config) -> Result<EngineCommand> {
+    let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    Ok(EngineCommand::Load(LoadRequest {
+        model_path,
+        tokenizer_json: args
+            .model
+            .tokenizer
+            .clone()
+            .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
+        context_size: args.ctx_size.unwrap_or(config.context_size()),
+        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        chat_template: user_model.and_then(|m| m.chat_template),
+    }))
 }
 
 /// The one-line summary `--stats` prints.
@@ -155,7 +182,32 @@ pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
         info.load_s,
         info.threads,
         info.kernels,
-    )
+    ) + &server_figures(usage)
+}
+
+/// What a remote server reported, labelled as the server's (the figures before it are
+/// measured here, as the answer arrived).
+fn server_figures(usage: &Usage) -> String {
+    let Some(s) = &usage.server else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    if let Some(r) = s.prompt_tok_s {
+        parts.push(format!("prompt {r:.1} tok/s"));
+    }
+    if let Some(r) = s.decode_tok_s {
+        parts.push(format!("decode {r:.1} tok/s"));
+    }
+    if let Some(n) = s.completion_tokens {
+        parts.push(format!("generated {n} tok"));
+    }
+    if let Some(n) = s.cached_tokens {
+        parts.push(format!("cached {n} tok"));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" | reported by the server: {}", parts.join(", "))
 }
 
 pub(super) fn tokenize(args: TokenizeArgs, config: &Config) -> Result<()> {

@@ -69,6 +69,12 @@ pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
             s.system_prompt = system;
         }
     }
+    // Printed before the screen came up, and said again where it stays in view.
+    for warning in &config.warnings {
+        state
+            .conversation
+            .push_notice(state::NoticeLevel::Error, warning.clone());
+    }
     let fps = args.fps.unwrap_or(tui::DEFAULT_FPS).max(1);
     tui::run(tui::app::AppConfig {
         state,
@@ -90,12 +96,20 @@ fn start_model(
     resumed: Option<&crate::sessions::Session>,
 ) -> Result<Option<state::ModelEntry>> {
     let named = args.model.as_deref().or(config.default_model.as_deref());
+    let known = |name: &str| {
+        crate::remote::find_target(name, config).is_some()
+            || crate::models::resolve(Some(name), config).is_ok()
+    };
     let last_model = resumed
         .and_then(|s| s.messages.iter().rev().find_map(|m| m.model.clone()))
-        .filter(|name| named.is_none() && crate::models::resolve(Some(name), config).is_ok());
+        .filter(|name| named.is_none() && known(name));
     let Some(name) = named.or(last_model.as_deref()) else {
         return Ok(None);
     };
+    // `NAME/MODEL` of a configured remote: connected to once the screen is up.
+    if let Some(target) = crate::remote::find_target(name, config) {
+        return Ok(Some(scan::remote_entry(target)));
+    }
     let (path, user) = crate::models::resolve(Some(name), config)?;
     // Before the screen and the engine start: reading this one header here costs nothing.
     let mut entry = scan::describe(&path);

@@ -36,6 +36,11 @@ pub struct Cli {
     /// Read settings from this file instead of the config directory's config.toml.
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// An OpenAI-compatible server (llama-server, vLLM, SGLang, Ollama) for this run, as if
+    /// the config had a `[[remotes]]` entry named `remote` (its models are `remote/MODEL`);
+    /// the API key, if any, comes from TAPER_API_KEY.
+    #[arg(long, global = true, value_name = "URL")]
+    pub remote: Vec<String>,
     /// Without a command: the full-screen chat, with `taper chat`'s flags (`taper -m MODEL`
     /// is `taper chat -m MODEL`).
     #[command(flatten)]
@@ -147,10 +152,14 @@ pub fn run(cli: Cli) -> Result<()> {
             return bench::bench_measure_one(args);
         }
     }
-    let config = match &cli.config {
+    let mut config = match &cli.config {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&paths::config_file(), false)?,
     };
+    for warning in &config.warnings {
+        eprintln!("taper: warning: {warning}");
+    }
+    add_quick_remotes(&mut config, &cli.remote)?;
     match cli.command {
         None => chat::chat(cli.chat, &config),
         Some(Command::Chat(args)) => chat::chat(args, &config),
@@ -163,6 +172,24 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
     }
+}
+
+/// `--remote URL` entries: `remote`, then `remote2`, ... (checked as config entries are).
+fn add_quick_remotes(config: &mut Config, urls: &[String]) -> Result<()> {
+    for (i, url) in urls.iter().enumerate() {
+        let name = match i {
+            0 => "remote".to_string(),
+            i => format!("remote{}", i + 1),
+        };
+        config.remotes.retain(|r| r.name != name);
+        config
+            .remotes
+            .push(crate::config::RemoteConfig::quick(&name, url));
+    }
+    if !urls.is_empty() {
+        config.validate_remotes(std::path::Path::new("--remote"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

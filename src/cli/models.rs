@@ -20,8 +20,13 @@ pub(super) fn models(args: ModelsArgs, config: &Config) -> Result<()> {
     match args.action {
         None => {
             let hub = crate::hub::HubConfig::from_env();
+            // The remotes are asked while the local headers are read.
+            let remotes = crate::remote::remotes(config);
+            let listing = std::thread::spawn(move || crate::remote::list::list_all(&remotes));
             let local = crate::models::discover(config, &hub);
             print!("{}", crate::models::listing::render(&local, &hub));
+            let listings = listing.join().unwrap_or_default();
+            print!("{}", crate::models::listing::render_remotes(&listings));
         }
         Some(ModelsAction::Pull { name }) => {
             let path = crate::models::pull::pull(&name, config)?;

@@ -12,6 +12,7 @@ pub mod gguf;
 pub mod model;
 pub mod prefix_cache;
 pub mod prompt;
+mod remote;
 pub mod sampler;
 pub mod template;
 pub mod threads;
@@ -56,6 +57,9 @@ pub struct GenerateRequest {
 #[derive(Debug, Clone)]
 pub enum EngineCommand {
     Load(LoadRequest),
+    /// Answer with a remote server's model from now on (the local model, if any, is
+    /// released first). Answers `Loaded` once the server has said it serves the model.
+    Connect(crate::remote::RemoteTarget),
     Generate(GenerateRequest),
     /// Release the model's memory.
     Unload,
@@ -83,6 +87,9 @@ pub struct ModelInfo {
     pub threads: usize,
     /// The kernel path computing it (`avx512-vnni`, `avx2`, `scalar`, ...).
     pub kernels: &'static str,
+    /// The server's base URL, for a remote model (`path` and `name` are then `NAME/MODEL`,
+    /// and a `context_size` of 0 means the server did not say).
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -38,6 +38,8 @@ struct Link {
 struct Worker {
     link: Link,
     loaded: Option<Loaded>,
+    /// A remote model answers instead, when connected (never both).
+    remote: Option<super::remote::Connected>,
 }
 
 pub(super) fn run(
@@ -48,6 +50,7 @@ pub(super) fn run(
     let mut worker = Worker {
         link: Link { events, cancel },
         loaded: None,
+        remote: None,
     };
     while let Ok(command) = commands.recv() {
         let turn_id = match &command {
@@ -93,8 +96,15 @@ impl Worker {
     fn handle(&mut self, command: EngineCommand) -> Result<bool> {
         match command {
             EngineCommand::Load(request) => self.load(request)?,
+            EngineCommand::Connect(target) => self.connect(target)?,
+            EngineCommand::Generate(request) if self.remote.is_some() => {
+                self.generate_remote(request)?
+            }
             EngineCommand::Generate(request) => self.generate(request)?,
-            EngineCommand::Unload => self.loaded = None,
+            EngineCommand::Unload => {
+                self.loaded = None;
+                self.remote = None;
+            }
             EngineCommand::Shutdown => return Ok(false),
         }
         Ok(true)
@@ -103,6 +113,7 @@ impl Worker {
     fn load(&mut self, request: LoadRequest) -> Result<()> {
         // Release the old model before the new one is read, so two never share memory.
         self.loaded = None;
+        self.remote = None;
         let started = Instant::now();
         let (loaded, notices, mut info) = load_model(&request)?;
         info.load_s = secs(started.elapsed());
@@ -110,16 +121,38 @@ impl Worker {
         self.link.emit(EngineEvent::Loaded { info, notices })
     }
 
+    fn connect(&mut self, target: crate::remote::RemoteTarget) -> Result<()> {
+        self.loaded = None;
+        self.remote = None;
+        let (connected, info) = super::remote::connect(target)?;
+        self.remote = Some(connected);
+        self.link.emit(EngineEvent::Loaded {
+            info,
+            notices: Vec::new(),
+        })
+    }
+
+    fn generate_remote(&mut self, request: GenerateRequest) -> Result<()> {
+        let asked = Instant::now();
+        let turn_id = request.turn_id;
+        self.link.clear_stale_cancel(turn_id);
+        let connected = self
+            .remote
+            .as_ref()
+            .ok_or_else(|| anyhow!("no model is loaded"))?;
+        let mut observer = TurnEvents {
+            link: &self.link,
+            turn_id,
+        };
+        let usage = super::remote::generate(connected, &request, asked, &mut observer)?;
+        self.link.emit(EngineEvent::Finished { turn_id, usage })
+    }
+
     fn generate(&mut self, request: GenerateRequest) -> Result<()> {
         let asked = Instant::now();
         let turn_id = request.turn_id;
-        // A cancel meant for an earlier turn must not stop this one; one sent for this turn
-        // before it started still does.
         let link = &self.link;
-        let pending = link.cancel.load(Ordering::SeqCst);
-        if pending != turn_id && pending != CANCEL_ALL {
-            link.cancel.store(CANCEL_NONE, Ordering::SeqCst);
-        }
+        link.clear_stale_cancel(turn_id);
         let loaded = self
             .loaded
             .as_mut()
@@ -193,6 +226,15 @@ impl Link {
             .map_err(|_| anyhow!("the client has gone"))
     }
 
+    /// A cancel meant for an earlier turn must not stop this one; one sent for this turn
+    /// before it started still does.
+    fn clear_stale_cancel(&self, turn_id: u64) {
+        let pending = self.cancel.load(Ordering::SeqCst);
+        if pending != turn_id && pending != CANCEL_ALL {
+            self.cancel.store(CANCEL_NONE, Ordering::SeqCst);
+        }
+    }
+
     fn cancelled(&self, turn_id: u64) -> bool {
         let c = self.cancel.load(Ordering::SeqCst);
         c == turn_id || c == CANCEL_ALL
@@ -249,5 +291,6 @@ fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInf
         load_s: 0.0,
         threads: super::compute_threads(),
         kernels: model::kernel_path::name(),
+        remote: None,
     })
 }

@@ -6,6 +6,36 @@ use crate::hub::HubConfig;
 use crate::stats::human_bytes;
 use std::fmt::Write;
 
+/// The remotes' section of `taper models`: each remote's models as `NAME/MODEL`, or why the
+/// remote could not be listed.
+pub fn render_remotes(listings: &[crate::remote::list::Listing]) -> String {
+    let mut out = String::new();
+    if listings.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "\nRemote models (taper ask -m NAME/MODEL):");
+    for l in listings {
+        let (name, url) = (&l.remote.name, &l.remote.base_url);
+        match &l.models {
+            Ok(models) if models.is_empty() => {
+                let _ = writeln!(out, "  {name} ({url}): no models");
+            }
+            Ok(models) => {
+                let _ = writeln!(out, "  {name} ({url}):");
+                for m in models {
+                    let ctx = m.context.map(|c| format!("  ctx {c}")).unwrap_or_default();
+                    let _ = writeln!(out, "    {name}/{}{ctx}", m.id);
+                }
+            }
+            Err(why) => {
+                let why = why.strip_prefix(&format!("{name}: ")).unwrap_or(why);
+                let _ = writeln!(out, "  {name} ({url}): unreachable: {why}");
+            }
+        }
+    }
+    out
+}
+
 /// The text `taper models` prints.
 pub fn render(local: &[LocalModel], hub: &HubConfig) -> String {
     let mut out = String::new();

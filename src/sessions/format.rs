@@ -84,6 +84,10 @@ pub struct SavedUsage {
     pub context_size: usize,
     pub dropped_messages: usize,
     pub stop: Option<StopReason>,
+    /// What a remote server reported about the answer (the figures above were measured by
+    /// taper); absent for local models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::stats::ServerFigures>,
 }
 
 impl SavedSampling {
@@ -127,6 +131,7 @@ impl From<&Usage> for SavedUsage {
             context_size: u.context_size,
             dropped_messages: u.dropped_messages,
             stop: u.stop,
+            server: u.server.as_deref().cloned(),
         }
     }
 }
@@ -143,6 +148,7 @@ impl From<&SavedUsage> for Usage {
             dropped_messages: u.dropped_messages,
             context_size: u.context_size,
             stop: u.stop,
+            server: u.server.clone().map(Box::new),
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum Msg {
     EngineStopped,
     /// The models directory was scanned.
     Models(Vec<ModelEntry>),
+    /// The remotes were asked for their models (unreachable ones are entries with a problem).
+    RemoteModels(Vec<ModelEntry>),
     /// Load this model.
     Load(ModelEntry),
     /// A model file's header was read ([`Effect::ReadHeader`]).
@@ -55,7 +57,8 @@ pub enum Effect {
     Send(EngineCommand),
     /// `EngineHandle::cancel(turn_id)`: stop that generation before its next token.
     Cancel(u64),
-    /// Re-read the models directory (in the background) and send `Msg::Models`.
+    /// Re-read the models directory (in the background) and send `Msg::Models`; ask the
+    /// remotes for their models (in the background too) and send `Msg::RemoteModels`.
     ScanModels,
     /// Read a model file's header (in the background: it is file I/O) and send
     /// `Msg::HeaderRead`.

@@ -2,12 +2,13 @@
 //! models directory, the config's models, catalogue files in the hub cache), then the
 //! catalogue models not downloaded yet, which the picker downloads when chosen.
 
+use super::state::picker::REMOTE;
 use super::state::ModelEntry;
 use crate::catalog;
 use crate::config::Config;
 use crate::hub::{HubConfig, HubFile};
 use crate::models::{self, LocalModel, ModelSummary};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Where to look; cloned into the background thread that scans.
 #[derive(Debug, Clone)]
@@ -66,6 +67,48 @@ fn from_summary(path: &Path, summary: &Result<ModelSummary, String>) -> ModelEnt
         }
         Err(problem) => entry.problem = Some(problem.clone()),
     }
+    entry
+}
+
+/// Asks every remote of the config for its models (each on its own thread, with short
+/// timeouts): `NAME/MODEL` entries, and one entry with the reason for a remote that did not
+/// answer.
+pub fn remotes(sources: &ModelSources) -> Vec<ModelEntry> {
+    let remotes = crate::remote::remotes(&sources.config);
+    let mut entries = Vec::new();
+    for listing in crate::remote::list::list_all(&remotes) {
+        let remote = listing.remote;
+        match listing.models {
+            Ok(models) => entries.extend(models.into_iter().map(|m| {
+                let mut entry = remote_entry(crate::remote::RemoteTarget {
+                    remote: remote.clone(),
+                    model: m.id,
+                });
+                entry.parameters = m.parameters.unwrap_or(0);
+                entry
+            })),
+            Err(why) => {
+                let mut entry = ModelEntry::from_path(PathBuf::from(format!("{}/", remote.name)));
+                entry.name = remote.name.clone();
+                entry.architecture = REMOTE.into();
+                let why = why
+                    .strip_prefix(&format!("{}: ", remote.name))
+                    .unwrap_or(&why);
+                entry.problem = Some(format!("unreachable: {why}"));
+                entries.push(entry);
+            }
+        }
+    }
+    entries
+}
+
+/// A remote's model as the picker lists it (choosing it connects).
+pub fn remote_entry(target: crate::remote::RemoteTarget) -> ModelEntry {
+    let mut entry = ModelEntry::from_path(PathBuf::from(target.label()));
+    entry.name = target.label();
+    entry.architecture = REMOTE.into();
+    entry.quantization = target.remote.host().to_string();
+    entry.remote = Some(target);
     entry
 }
 

@@ -57,6 +57,7 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         load_s: 0.27,
         threads: 2,
         kernels: "avx2",
+        remote: None,
     }
 }
 
@@ -93,6 +94,7 @@ pub fn usage(prompt: usize, cached: usize, generated: usize, stop: StopReason) -
         dropped_messages: 0,
         context_size: 4096,
         stop: Some(stop),
+        server: None,
     }
 }
 

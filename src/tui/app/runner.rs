@@ -41,6 +41,13 @@ impl Runner {
             Effect::Session(effect) => files::perform(effect),
             Effect::ScanModels => {
                 let sources = self.sources.clone();
+                if !sources.config.remotes.is_empty() {
+                    let remote_sources = sources.clone();
+                    // No thread, no listing: the remotes are simply not offered this time.
+                    let _ = self.spawn("taper-remotes", move || {
+                        Msg::RemoteModels(scan::remotes(&remote_sources))
+                    });
+                }
                 let spawned = self.spawn("taper-scan", move || Msg::Models(scan::scan(&sources)));
                 // No thread, no scan: the picker says there are no models rather than wait.
                 spawned.err().map(|_| Msg::Models(Vec::new()))

@@ -20,6 +20,9 @@ pub struct ModelEntry {
     pub problem: Option<String>,
     /// A catalogue model not downloaded yet: choosing it downloads it first.
     pub download: Option<crate::hub::HubFile>,
+    /// A remote server's model (`name` is `NAME/MODEL`); choosing it connects to it. An
+    /// unreachable remote is listed with architecture `remote`, no target and its problem.
+    pub remote: Option<crate::remote::RemoteTarget>,
 }
 
 impl ModelEntry {
@@ -40,13 +43,25 @@ impl ModelEntry {
             chat_template: None,
             problem: None,
             download: None,
+            remote: None,
         }
     }
+
+    /// A remote listed as unreachable (choosing it lists the remotes again).
+    pub fn is_unreachable_remote(&self) -> bool {
+        self.remote.is_none() && self.architecture == REMOTE
+    }
 }
+
+/// The architecture column of remote entries.
+pub const REMOTE: &str = "remote";
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PickerState {
     pub entries: Vec<ModelEntry>,
+    /// The remotes' models (and unreachable remotes), listed after the local ones; they
+    /// arrive on their own, so a slow remote never holds the local models back.
+    pub remotes: Vec<ModelEntry>,
     pub filter: String,
     /// Index into [`PickerState::visible`].
     pub selected: usize,
@@ -66,9 +81,12 @@ impl PickerState {
             .collect();
         self.entries
             .iter()
+            .chain(&self.remotes)
             .filter(|e| {
                 let where_ = if e.download.is_some() {
                     "download"
+                } else if e.architecture == REMOTE {
+                    "remote"
                 } else {
                     "local"
                 };
@@ -90,6 +108,16 @@ impl PickerState {
         self.selected = keep
             .and_then(|p| self.visible().iter().position(|e| e.path == p))
             .unwrap_or(0);
+    }
+
+    /// The remotes' listing arrived; the selection stays on the same model.
+    pub fn set_remotes(&mut self, remotes: Vec<ModelEntry>) {
+        let keep = self.selected_entry().map(|e| e.path.clone());
+        self.remotes = remotes;
+        self.selected = keep
+            .and_then(|p| self.visible().iter().position(|e| e.path == p))
+            .unwrap_or(self.selected);
+        self.move_selection(0);
     }
 
     pub fn push_filter(&mut self, c: char) {

@@ -107,6 +107,11 @@ fn entry_line(e: &ModelEntry, loaded: bool, selected: bool, name_width: usize) -
             e.quantization,
             human_bytes(e.file_size)
         ),
+        // A remote's model: where it is served instead of a file size.
+        (None, None) if e.remote.is_some() => format!(
+            " {mark} {:<name_width$.name_width$}  {:<10} {}",
+            e.name, e.architecture, e.quantization
+        ),
         (None, None) => format!(
             " {mark} {:<name_width$.name_width$}  {:<10} {:<8} {:>9}",
             e.name,

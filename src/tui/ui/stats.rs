@@ -130,6 +130,43 @@ fn model_rows(rows: &mut Vec<Row>, facts: (&String, &String, &String, u64, u64),
     rows.push(field(2, "load", load, plain));
 }
 
+/// A remote model: its name, where it is served, and how long connecting took.
+fn remote_rows(rows: &mut Vec<Row>, name: &str, server: &str, connect: String) {
+    let plain = Style::default();
+    rows.push(text(
+        0,
+        Line::styled(name.to_string(), theme::model_label()),
+    ));
+    rows.push(field(3, "arch", "remote", plain));
+    rows.push(field(3, "server", server.to_string(), plain));
+    rows.push(field(2, "connect", connect, plain));
+}
+
+/// Whether the answers come from a remote server (figures are then measured on arrival).
+fn remote(state: &State) -> bool {
+    let loading = state
+        .model
+        .loading
+        .as_ref()
+        .map(|l| l.entry.remote.is_some());
+    let loaded = state.model.loaded.as_ref().map(|i| i.remote.is_some());
+    loading.or(loaded).unwrap_or(false)
+}
+
+/// What the server itself reported about the last answer, labelled as the server's.
+fn server_rows(rows: &mut Vec<Row>, state: &State) {
+    let Some(server) = state.stats.last.as_ref().and_then(|u| u.server.as_ref()) else {
+        return;
+    };
+    let plain = Style::default();
+    if let Some(r) = server.decode_tok_s {
+        rows.push(field(1, "srv dec", format!("{r:.1} tok/s (server)"), plain));
+    }
+    if let Some(r) = server.prompt_tok_s {
+        rows.push(field(2, "srv pp", format!("{r:.1} tok/s (server)"), plain));
+    }
+}
+
 /// The panel's rows, top to bottom: the model, the phase, the figures.
 fn rows(state: &State) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -145,6 +182,10 @@ fn rows(state: &State) -> Vec<Row> {
 fn model_section(rows: &mut Vec<Row>, state: &State) {
     // While a load runs the old model is already gone (the worker frees it first).
     match (&state.model.loading, &state.model.loaded) {
+        (Some(loading), _) if loading.entry.remote.is_some() => {
+            let e = &loading.entry;
+            remote_rows(rows, &e.name, &e.quantization, "…".into());
+        }
         (Some(loading), _) => {
             let e = &loading.entry;
             let facts = (
@@ -155,6 +196,11 @@ fn model_section(rows: &mut Vec<Row>, state: &State) {
                 e.parameters,
             );
             model_rows(rows, facts, "…".into());
+        }
+        (None, Some(info)) if info.remote.is_some() => {
+            // The host and port (the quantization column of a remote): a URL would not fit.
+            let connect = format!("{:.2} s", info.load_s);
+            remote_rows(rows, &info.name, &info.quantization, connect);
         }
         (None, Some(info)) => {
             let facts = (
@@ -245,7 +291,9 @@ fn rate_rows(rows: &mut Vec<Row>, state: &State) {
         or_dash(s.ttft_s(), |t| format!("{t:.3} s")),
         plain,
     ));
-    let rate = |v: f64| format!("{v:.1} tok/s");
+    // A remote's rates are measured here as tokens arrive; the server's own come after.
+    let here = if remote(state) { " here" } else { "" };
+    let rate = |v: f64| format!("{v:.1} tok/s{here}");
     rows.push(field(1, "prompt", or_dash(s.prompt_tok_s(), rate), plain));
     rows.push(field(
         0,
@@ -263,6 +311,7 @@ fn rate_rows(rows: &mut Vec<Row>, state: &State) {
         or_dash(s.generated(), |n| n.to_string()),
         plain,
     ));
+    server_rows(rows, state);
 }
 
 /// The context used (with its gauge), cached tokens, the KV cache's format and full size,
@@ -272,12 +321,12 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
     let s = &state.stats;
     let context_size = state.model.loaded.as_ref().map(|i| i.context_size);
     let used = s.context_used();
-    rows.push(field(
-        1,
-        "context",
-        or_dash(context_size, |c| format!("{used} / {c}")),
-        plain,
-    ));
+    // A remote that does not say its context size has a context of 0 here.
+    let limit = |c: usize| match c {
+        0 => format!("{used} / unknown"),
+        c => format!("{used} / {c}"),
+    };
+    rows.push(field(1, "context", or_dash(context_size, limit), plain));
     let ratio = match context_size {
         Some(c) if c > 0 => used as f64 / c as f64,
         _ => 0.0,
@@ -294,10 +343,12 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
         plain,
     ));
     // What the cache will take at a full context, so the memory row's growth is no surprise.
+    // A remote's cache is the server's business.
     let cache = state
         .model
         .loaded
         .as_ref()
+        .filter(|i| i.remote.is_none())
         .map(|i| (i.cache_type, i.cache_bytes));
     rows.push(field(
         2,
@@ -313,7 +364,12 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
         _ => "–".into(),
     };
     rows.push(field(1, "memory", memory, plain));
-    let threads = state.model.loaded.as_ref().map(|i| (i.threads, i.kernels));
+    let threads = state
+        .model
+        .loaded
+        .as_ref()
+        .filter(|i| i.remote.is_none())
+        .map(|i| (i.threads, i.kernels));
     rows.push(field(
         2,
         "threads",

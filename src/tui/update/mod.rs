@@ -41,6 +41,7 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
         Msg::Engine(event) => engine::event(state, event, &mut fx),
         Msg::EngineStopped => engine::stopped(state),
         Msg::Models(entries) => state.picker.set_entries(entries),
+        Msg::RemoteModels(entries) => state.picker.set_remotes(entries),
         Msg::Load(entry) => turn::load(state, entry, &mut fx),
         Msg::HeaderRead(entry) => downloads::header_read(state, entry, &mut fx),
         Msg::Memory { rss, peak } => {

@@ -53,6 +53,13 @@ fn scroll_help(state: &mut State, delta: isize) {
 /// The picker's Enter: load the model, or download it first.
 fn pick(state: &mut State, fx: &mut Vec<Effect>) {
     if let Some(entry) = state.picker.selected_entry().cloned() {
+        if entry.is_unreachable_remote() {
+            // Asking again is the one thing to do about it.
+            let why = entry.problem.as_deref().unwrap_or("unreachable");
+            state.status = Some(format!("{}: {why} (asking again)", entry.name));
+            fx.push(Effect::ScanModels);
+            return;
+        }
         state.overlay = Overlay::None;
         if entry.download.is_some() {
             downloads::start(state, entry, fx);

@@ -48,6 +48,7 @@ impl Test {
                 load_s: 0.1,
                 threads: 1,
                 kernels: "avx2",
+                remote: None,
             },
             notices: vec![],
         }));

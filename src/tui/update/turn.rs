@@ -95,6 +95,14 @@ pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
         return;
     }
     cancel_active(state, fx);
+    if let Some(target) = &entry.remote {
+        fx.push(Effect::Send(EngineCommand::Connect(target.clone())));
+        state.model.loading = Some(Loading {
+            entry,
+            started: state.now,
+        });
+        return;
+    }
     fx.push(Effect::Send(EngineCommand::Load(LoadRequest {
         model_path: entry.path.clone(),
         tokenizer_json: entry.tokenizer.clone(),

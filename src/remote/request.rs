@@ -1,0 +1,115 @@
+//! The body of `POST /v1/chat/completions`: the conversation as OpenAI messages (the server
+//! applies its own chat template), the sampling settings under the names these servers read,
+//! streaming with usage.
+
+use crate::chat::{Message, Role};
+use crate::engine::sampler::SamplingParams;
+use serde_json::{json, Map, Value};
+
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+
+/// An earlier answer as the server should see it: without the thinking taper showed (the
+/// way thinking models' own templates leave it out of later turns).
+fn without_thinking(content: &str) -> &str {
+    match content.find(THINK_CLOSE) {
+        Some(end) if content.trim_start().starts_with(THINK_OPEN) => {
+            content[end + THINK_CLOSE.len()..].trim_start()
+        }
+        _ => content,
+    }
+}
+
+fn messages(conversation: &[Message]) -> Vec<Value> {
+    conversation
+        .iter()
+        .filter(|m| !(m.role == Role::System && m.content.trim().is_empty()))
+        .map(|m| {
+            let content = match m.role {
+                Role::Assistant => without_thinking(&m.content),
+                _ => m.content.as_str(),
+            };
+            json!({ "role": m.role.as_str(), "content": content })
+        })
+        .collect()
+}
+
+/// The request body. Off-by-default samplers (top-k 0, min-p 0, repeat penalty 1) are left
+/// out so each server's own default applies; the repeat penalty goes under llama-server's
+/// name and vLLM/SGLang's (each ignores the other's).
+pub fn body(model: &str, conversation: &[Message], s: &SamplingParams, max_tokens: usize) -> Value {
+    let mut b = Map::new();
+    b.insert("model".into(), json!(model));
+    b.insert("messages".into(), Value::Array(messages(conversation)));
+    b.insert("stream".into(), json!(true));
+    b.insert("stream_options".into(), json!({ "include_usage": true }));
+    b.insert("max_tokens".into(), json!(max_tokens));
+    b.insert("temperature".into(), json!(s.temperature.max(0.0)));
+    if s.top_p < 1.0 {
+        b.insert("top_p".into(), json!(s.top_p));
+    }
+    if s.top_k > 0 {
+        b.insert("top_k".into(), json!(s.top_k));
+    }
+    if s.min_p > 0.0 {
+        b.insert("min_p".into(), json!(s.min_p));
+    }
+    if s.repeat_penalty != 1.0 {
+        b.insert("repeat_penalty".into(), json!(s.repeat_penalty));
+        b.insert("repetition_penalty".into(), json!(s.repeat_penalty));
+    }
+    if let Some(seed) = s.seed {
+        b.insert("seed".into(), json!(seed));
+    }
+    Value::Object(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conversation_goes_as_openai_messages_without_old_thinking() {
+        let conversation = [
+            Message::system(""),
+            Message::user("hi"),
+            Message::assistant("<think>hmm</think>\n\nHello!"),
+            Message::user("more"),
+        ];
+        let b = body("m", &conversation, &SamplingParams::default(), 64);
+        let m = b["messages"].as_array().unwrap();
+        assert_eq!(m.len(), 3, "the empty system prompt is left out");
+        assert_eq!(m[1], json!({"role": "assistant", "content": "Hello!"}));
+        assert_eq!(
+            (b["stream"].clone(), b["max_tokens"].clone()),
+            (json!(true), json!(64))
+        );
+        assert_eq!(b["stream_options"]["include_usage"], json!(true));
+    }
+
+    #[test]
+    fn sampling_settings_map_to_the_request() {
+        let s = SamplingParams {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            seed: Some(7),
+            ..SamplingParams::default()
+        };
+        let b = body("m", &[Message::user("x")], &s, 8);
+        assert_eq!(
+            (b["temperature"].clone(), b["seed"].clone()),
+            (json!(0.0), json!(7))
+        );
+        for off in ["top_k", "top_p", "min_p", "repeat_penalty"] {
+            assert!(b.get(off).is_none(), "{off}");
+        }
+        let b = body("m", &[Message::user("x")], &SamplingParams::default(), 8);
+        assert_eq!(
+            (b["top_k"].clone(), b["repetition_penalty"].clone()),
+            (json!(40), json!(1.1f32))
+        );
+    }
+}
