@@ -34,9 +34,11 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-/// The request body. Off-by-default samplers (top-k 0, min-p 0, repeat penalty 1) are left
-/// out so each server's own default applies; the repeat penalty goes under llama-server's
-/// name and vLLM/SGLang's (each ignores the other's).
+/// The request body. Every sampler is sent, the ones switched off too (top-k 0, top-p 1,
+/// min-p 0, repeat penalty 1, which every one of these servers reads as off): left out, a
+/// server would apply its own default instead (taper serve's repeat penalty 1.1,
+/// llama-server's top-k 40), and the answer would not be the one the settings ask for. The
+/// repeat penalty goes under llama-server's name and vLLM/SGLang's (each ignores the other's).
 pub fn body(model: &str, conversation: &[Message], s: &SamplingParams, max_tokens: usize) -> Value {
     let mut b = Map::new();
     b.insert("model".into(), json!(model));
@@ -45,19 +47,11 @@ pub fn body(model: &str, conversation: &[Message], s: &SamplingParams, max_token
     b.insert("stream_options".into(), json!({ "include_usage": true }));
     b.insert("max_tokens".into(), json!(max_tokens));
     b.insert("temperature".into(), json!(s.temperature.max(0.0)));
-    if s.top_p < 1.0 {
-        b.insert("top_p".into(), json!(s.top_p));
-    }
-    if s.top_k > 0 {
-        b.insert("top_k".into(), json!(s.top_k));
-    }
-    if s.min_p > 0.0 {
-        b.insert("min_p".into(), json!(s.min_p));
-    }
-    if s.repeat_penalty != 1.0 {
-        b.insert("repeat_penalty".into(), json!(s.repeat_penalty));
-        b.insert("repetition_penalty".into(), json!(s.repeat_penalty));
-    }
+    b.insert("top_p".into(), json!(s.top_p));
+    b.insert("top_k".into(), json!(s.top_k));
+    b.insert("min_p".into(), json!(s.min_p));
+    b.insert("repeat_penalty".into(), json!(s.repeat_penalty));
+    b.insert("repetition_penalty".into(), json!(s.repeat_penalty));
     if let Some(seed) = s.seed {
         b.insert("seed".into(), json!(seed));
     }
@@ -103,9 +97,11 @@ mod tests {
             (b["temperature"].clone(), b["seed"].clone()),
             (json!(0.0), json!(7))
         );
-        for off in ["top_k", "top_p", "min_p", "repeat_penalty"] {
-            assert!(b.get(off).is_none(), "{off}");
-        }
+        // Off is said, not left to the server's default.
+        assert_eq!(
+            ["top_k", "top_p", "min_p", "repeat_penalty"].map(|k| b[k].clone()),
+            [json!(0), json!(1.0), json!(0.0), json!(1.0)]
+        );
         let b = body("m", &[Message::user("x")], &SamplingParams::default(), 8);
         assert_eq!(
             (b["top_k"].clone(), b["repetition_penalty"].clone()),
