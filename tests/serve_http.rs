@@ -98,6 +98,13 @@ fn the_endpoints_answer_as_openai_clients_expect() {
     assert_eq!(cut["choices"][0]["finish_reason"], "stop");
     let cut_text = cut["choices"][0]["text"].as_str().unwrap();
     assert_eq!(cut_text, &text[..text.find(&word).unwrap()]);
+    // A stop string that completes on the last allowed token ended the answer too.
+    let last = text.split_whitespace().last().expect("a word").to_string();
+    stopped["stop"] = json!([last]);
+    let (_, cut) = post(&completions, &stopped.to_string());
+    assert_eq!(cut["choices"][0]["finish_reason"], "stop", "{cut}");
+    let cut_text = cut["choices"][0]["text"].as_str().unwrap();
+    assert_eq!(cut_text, &text[..text.find(&last).unwrap()]);
 
     // max_tokens past the context: the answer ends with the context, as "length".
     let (status, long) = post(

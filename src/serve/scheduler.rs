@@ -159,7 +159,11 @@ impl<'t> Scheduler<'t> {
         let vocab = self.model.config().vocab_size;
         for (row, &i) in logits.chunks_exact(vocab).zip(&order) {
             self.slots[i].prefix.extend(&feeds[i]);
-            self.sample(i, &mut row.to_vec())?;
+            // A failure of one answer (its logits not finite, its text not decodable) ends
+            // that answer alone; the pass itself went well for the others.
+            if let Err(e) = self.sample(i, &mut row.to_vec()) {
+                self.fail_slot(i, &format!("{e:#}"));
+            }
         }
         Ok(())
     }
@@ -218,16 +222,23 @@ impl<'t> Scheduler<'t> {
 
     /// A pass failed: every running request hears why, and every slot starts afresh.
     fn fail_all(&mut self, message: &str) {
-        for slot in &mut self.slots {
-            if let Some(active) = slot.active.take() {
-                self.status.busy.fetch_sub(1, Ordering::SeqCst);
-                let _ = active
-                    .job
-                    .events
-                    .send(JobEvent::Failed(message.to_string()));
-            }
-            slot.reset();
+        for i in 0..self.slots.len() {
+            self.fail_slot(i, message);
         }
+    }
+
+    /// Slot `i`'s request hears why it failed, and the slot starts afresh (its cache may hold
+    /// positions its record does not).
+    fn fail_slot(&mut self, i: usize, message: &str) {
+        let slot = &mut self.slots[i];
+        if let Some(active) = slot.active.take() {
+            self.status.busy.fetch_sub(1, Ordering::SeqCst);
+            let _ = active
+                .job
+                .events
+                .send(JobEvent::Failed(message.to_string()));
+        }
+        slot.reset();
     }
 }
 

@@ -104,7 +104,9 @@ impl Active<'_> {
                 answers.record(&outcome.text, &outcome.ids);
             }
         }
+        // A stop string that completes on the last allowed token still ended the answer.
         let finish = match stop {
+            _ if self.stops.hit() => Finish::Stop,
             StopReason::MaxTokens | StopReason::ContextFull => Finish::Length,
             StopReason::EndOfTurn | StopReason::Cancelled => Finish::Stop,
         };
