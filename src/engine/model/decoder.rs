@@ -36,6 +36,8 @@ pub struct SlotStep<'c> {
 pub struct Decoder {
     cfg: ModelConfig,
     token_embd: RowTable,
+    /// Tied embeddings whose output head is repacked: look tokens up in the head's copy.
+    embed_from_head: bool,
     per_layer: Option<PerLayerEmbedding>,
     layers: Vec<Layer>,
     output_norm: Vec<f32>,
@@ -65,6 +67,7 @@ impl Decoder {
             "token_embd.weight"
         };
         let output = weights.linear(output_name, e, cfg.vocab_size)?;
+        let embed_from_head = output_name == "token_embd.weight" && output.q8_0_x16().is_some();
         let per_layer = if cfg.per_layer_input > 0 {
             let width = cfg.per_layer_input;
             let total = width * cfg.n_layer;
@@ -87,6 +90,7 @@ impl Decoder {
         Ok(Self {
             output_norm: weights.vector("output_norm.weight", e)?,
             token_embd,
+            embed_from_head,
             per_layer,
             layers,
             output,
@@ -190,7 +194,12 @@ impl Decoder {
             );
         }
         let (t, e) = (tokens.len(), self.cfg.n_embd);
-        let mut x = self.token_embd.lookup(&tokens)?;
+        let mut x = if self.embed_from_head {
+            let (e, rows) = (self.cfg.n_embd, self.cfg.vocab_size);
+            super::embedding::lookup_packed_q8_0(&self.output, e, rows, &tokens)?
+        } else {
+            self.token_embd.lookup(&tokens)?
+        };
         if let Some(scale) = self.cfg.embed_scale {
             vecmath::scale(&mut x, scale);
         }

@@ -4,6 +4,8 @@
 //! table is billions of values), yet a forward pass reads one row per token: rows stay
 //! quantized in the map and only the ones looked up are dequantized.
 
+use super::kernels::{q8_0_x16, QK};
+use super::linear::QLinear;
 use super::weights::{qstorage, MappedBytes};
 use anyhow::{bail, Result};
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -65,4 +67,27 @@ impl RowTable {
         out.extend(row.dequantize(&Device::Cpu)?.to_vec1::<f32>()?);
         Ok(())
     }
+}
+
+/// The rows of `ids` of a tied output head repacked as Q8_0×16 (`rows` rows of `row_len`
+/// values), dequantized as [`RowTable::lookup`] would from the file: the same values, without
+/// mapping the file's copy of the matrix back in, a page and its neighbours per token.
+pub fn lookup_packed_q8_0(
+    head: &QLinear,
+    row_len: usize,
+    rows: usize,
+    ids: &[u32],
+) -> Result<Vec<f32>> {
+    let Some(packed) = head.q8_0_x16() else {
+        bail!("the output head is not repacked Q8_0");
+    };
+    let mut out = Vec::with_capacity(ids.len() * row_len);
+    for &id in ids {
+        let id = id as usize;
+        if id >= rows {
+            bail!("row {id} is outside the table ({rows} rows)");
+        }
+        q8_0_x16::dequantize_row(packed, row_len / QK, id, &mut out);
+    }
+    Ok(out)
 }

@@ -222,6 +222,16 @@ impl QLinear {
         matches!(self.imp, Imp::Native { .. })
     }
 
+    /// The weights when they are Q8_0 repacked sixteen rows at a time ([`kernels::q8_0_x16`]).
+    pub fn q8_0_x16(&self) -> Option<&[u8]> {
+        match &self.imp {
+            Imp::Native { weights, kind } if *kind == WeightKind::Q8_0X16 => {
+                Some(weights.as_slice())
+            }
+            _ => None,
+        }
+    }
+
     /// `x` is `(..., in)` f32; returns `(..., out)`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         if let Imp::Candle(m) = &self.imp {

@@ -13,7 +13,7 @@
 //! the SIMD kernel matches bit for bit.
 
 use super::row_groups::{self, GROUP};
-use super::Q8Block;
+use super::{read_f16, Q8Block, QK};
 
 /// Bytes of one group's block.
 pub const BLOCK_BYTES: usize = GROUP * 34;
@@ -66,4 +66,17 @@ pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) 
     let nb = check(w, a, out.len());
     let offsets = offsets(a, nb);
     row_groups::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
+}
+
+/// Row `row` of a matrix of `nb` blocks a row, dequantized onto `out`: `d · q`, as ggml's
+/// Q8_0 dequantization gives it (a tied output head serves the token embeddings from here,
+/// so their lookups never map the file's pages back).
+pub fn dequantize_row(packed: &[u8], nb: usize, row: usize, out: &mut Vec<f32>) {
+    let (g, i) = (row / GROUP, row % GROUP);
+    for b in 0..nb {
+        let at = (g * nb + b) * BLOCK_BYTES;
+        let block = &packed[at..at + BLOCK_BYTES];
+        let d = read_f16(block, D + 2 * i);
+        out.extend((0..QK).map(|l| (quant_at(block, i, l) - BIAS) as f32 * d));
+    }
 }

@@ -357,6 +357,28 @@ fn q8_0_x16_is_q8_0_repacked_and_bit_exact_on_every_isa() {
 }
 
 #[test]
+fn a_q8_0_x16_row_dequantizes_to_ggml_s_values_bit_for_bit() {
+    use candle_core::quantized::{GgmlDType, QTensor};
+    let mut rng = Rng(0x2545F4914F6CDD1D);
+    let (rows, nb) = (37, 3);
+    let w = weights(WeightKind::Q8_0, rows, nb, &mut rng);
+    let mut packed = vec![0; rows.next_multiple_of(16) * nb * 34];
+    q8_0_x16::repack_into(&w, rows, &mut packed);
+    for row in 0..rows {
+        let raw = &w[row * nb * 34..(row + 1) * nb * 34];
+        let storage = crate::engine::model::weights::qstorage(raw, GgmlDType::Q8_0).expect("q8_0");
+        let want = QTensor::new(storage, (nb * QK,))
+            .and_then(|t| t.dequantize(&candle_core::Device::Cpu))
+            .and_then(|t| t.to_vec1::<f32>())
+            .expect("candle dequantizes");
+        let mut got = Vec::new();
+        q8_0_x16::dequantize_row(&packed, nb, row, &mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "row {row}");
+    }
+}
+
+#[test]
 fn q4_1_x16_is_q4_1_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0x94D049BB133111EB);
     let (kind, packed) = (WeightKind::Q4_1, WeightKind::Q4_1X16);
