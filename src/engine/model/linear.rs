@@ -65,25 +65,17 @@ impl WeightBytes {
     }
 }
 
-fn mode() -> Forced {
-    kernel_path::forced()
-}
-
-fn default_isa() -> Isa {
-    kernel_path::isa()
-}
-
 /// Our kernel for `dtype`, if there is one and rows of `in_dim` split into its blocks.
 fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
     WeightKind::from_dtype(dtype)
         .filter(|k| in_dim.is_multiple_of(k.block_elems()))
-        .filter(|_| !matches!(mode(), Forced::Candle | Forced::Exact))
+        .filter(|_| !matches!(kernel_path::forced(), Forced::Candle | Forced::Exact))
 }
 
 /// The matrix as candle computes it: as stored, or (the exact path) dequantized to f32, so no
 /// activation is ever requantized.
 fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
-    if mode() == Forced::Exact && tensor.dtype() != GgmlDType::F32 {
+    if kernel_path::forced() == Forced::Exact && tensor.dtype() != GgmlDType::F32 {
         return Ok(QMatMul::Tensor(tensor.dequantize(&Device::Cpu)?));
     }
     QMatMul::from_arc(tensor)
@@ -103,7 +95,7 @@ fn repacked(
     done: impl Fn(std::ops::Range<usize>),
 ) -> Option<Result<(WeightBytes, WeightKind)>> {
     #[cfg(target_arch = "x86_64")]
-    let vnni = matches!(default_isa(), Isa::Vnni(_));
+    let vnni = matches!(kernel_path::isa(), Isa::Vnni(_));
     #[cfg(not(target_arch = "x86_64"))]
     let vnni = false;
     if !vnni || rows == 0 || !w.len().is_multiple_of(rows) {
@@ -251,7 +243,7 @@ impl QLinear {
             .contiguous()?
             .flatten_all()?
             .to_vec1::<f32>()?;
-        let y = self.forward_rows_with(default_isa(), &xs, rows)?;
+        let y = self.forward_rows_with(kernel_path::isa(), &xs, rows)?;
         let mut out_dims = dims;
         *out_dims.last_mut().expect("checked above") = self.out_dim;
         Tensor::from_vec(y, out_dims, &Device::Cpu)
@@ -259,7 +251,7 @@ impl QLinear {
 
     /// `x` is `rows × in` row-major; returns `rows × out` row-major, with the best kernels.
     pub fn forward_rows(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-        self.forward_rows_with(default_isa(), x, rows)
+        self.forward_rows_with(kernel_path::isa(), x, rows)
     }
 
     /// As [`Self::forward_rows`] with a chosen implementation (tests run every one).
@@ -310,7 +302,7 @@ impl QLinear {
 /// threads in one go, so a decode step wakes the thread pool once instead of three times.
 /// Layers whose formats cannot share a quantization are computed one after another.
 pub fn forward_rows_group(layers: &[&QLinear], x: &[f32], rows: usize) -> Result<Vec<Vec<f32>>> {
-    forward_group_with(default_isa(), layers, x, rows)
+    forward_group_with(kernel_path::isa(), layers, x, rows)
 }
 
 fn forward_group_with(

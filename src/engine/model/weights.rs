@@ -43,7 +43,8 @@ impl MappedBytes {
     /// [`Self::release`] for the bytes `part` of this tensor (a repack hands pages back as it
     /// goes, so a large matrix is never resident twice).
     pub fn release_part(&self, part: Range<usize>) {
-        let part = part.start.min(part.end)..part.end.min(self.range.len());
+        let end = part.end.min(self.range.len());
+        let part = part.start.min(end)..end;
         // SAFETY: the map is read-only and shared with the file, so dropping its pages loses
         // nothing: the next read, if any, maps the file's bytes back. Pages at the range's
         // edges may hold neighbouring bytes; they are mapped back the same way.
