@@ -1,5 +1,6 @@
 //! The quantized activations the kernels multiply: Q8 blocks of 32 (with ggml's Q8_1 sum)
-//! and Q8_K super-blocks of 256 (with sums of 16), and the quantizers that make them.
+//! and Q8_K-like super-blocks of 256 (a step per 32, sums of 16), and the quantizers that
+//! make them.
 
 use super::{QK, QK_K};
 use crate::engine::model::vecmath;
@@ -23,11 +24,29 @@ impl Default for Q8Block {
     }
 }
 
-/// 256 activations as `d * qs[i]`, with the sums of each group of 16 quants (ggml's Q8_K).
+/// 256 activations as `d * mult[i / 32] * qs[i]`: each sub-block of 32 gets a step of its own,
+/// a whole multiple (1..=16) of the super-block's base step `d`, with the sums of each group
+/// of 16 quants (as ggml's Q8_K).
+///
+/// ggml's Q8_K has one step per 256 (`amax / 127`), so a sub-block whose values are ten times
+/// smaller than the super-block's largest keeps only a tenth of the 8-bit range: on Gemma 3's
+/// `ffn_down` inputs that was two thirds of the divergence from exact arithmetic. A step per
+/// 32 wins that back; keeping it an integer multiple of one base step lets the kernels fold
+/// it into the weights' integer scales (`sc · mult` fits an i16) and keep summing a
+/// super-block in integers, instead of paying a float multiply-add per sub-block.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Q8KBlock {
     pub d: f32,
+    /// Each sub-block's step as a multiple of `d`, 1..=16 (0 only in an all-zero block).
+    pub mult: [i16; QK_K / 32],
+    /// The same multipliers laid out for the SIMD kernels' loads, each sixteen times over: 256
+    /// or 512 bits of words line up with the 16-bit products of 32 or 64 quants.
+    pub mult_words: [i16; QK_K / 2],
+    /// For the sixteen-row kernels, which work in floats: each multiplier, and each
+    /// sub-block's quant sum times it (exact: at most 32 · 127 · 16 < 2²⁴).
+    pub mult_f32: [f32; QK_K / 32],
+    pub sums_f32: [f32; QK_K / 32],
     pub qs: [i8; QK_K],
     pub bsums: [i16; QK_K / 16],
 }
@@ -36,11 +55,36 @@ impl Default for Q8KBlock {
     fn default() -> Self {
         Self {
             d: 0.0,
+            mult: [0; QK_K / 32],
+            mult_words: [0; QK_K / 2],
+            mult_f32: [0.0; QK_K / 32],
+            sums_f32: [0.0; QK_K / 32],
             qs: [0; QK_K],
             bsums: [0; QK_K / 16],
         }
     }
 }
+
+impl Q8KBlock {
+    /// Sets sub-block `j`'s step multiplier in each of its layouts.
+    pub fn set_mult(&mut self, j: usize, mult: i16) {
+        self.mult[j] = mult;
+        self.mult_words[16 * j..16 * j + 16].fill(mult);
+        self.mult_f32[j] = f32::from(mult);
+    }
+
+    /// Fills [`Self::sums_f32`] from the sums of 16 and the multipliers.
+    pub fn set_sums_f32(&mut self) {
+        for (j, s) in self.sums_f32.iter_mut().enumerate() {
+            let sum = i32::from(self.bsums[2 * j]) + i32::from(self.bsums[2 * j + 1]);
+            *s = (sum * i32::from(self.mult[j])) as f32;
+        }
+    }
+}
+
+/// The largest sub-block step multiplier: `sc · mult` for Q6_K's signed 8-bit scales must
+/// stay within an i16, and so must the kernels' 16-bit products after it.
+pub const MAX_MULT: i16 = 16;
 
 /// Symmetric 8-bit quantization of `x` (`amax / 127` per block, rounding ties to even as
 /// ggml's x86 code does); returns the unrounded scale.
@@ -69,33 +113,45 @@ vecmath::multiversion! {
         for (xb, b) in x.as_chunks::<QK>().0.iter().zip(out.iter_mut()) {
             let d = quantize_block(xb, &mut b.qs);
             let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
-            b.d = round_to_f16(d);
-            b.s = round_to_f16(d * sum as f32);
+            b.d = d;
+            b.s = d * sum as f32;
         }
     }
 }
 
 vecmath::multiversion! {
-    /// Quantizes one row of activations (length `256 * out.len()`) to Q8_K blocks as ggml's
-    /// `quantize_row_q8_K` does: the scale is `max / -127` for the signed value of largest
-    /// magnitude (the first one, on a tie).
+    /// Quantizes one row of activations (length `256 * out.len()`) to [`Q8KBlock`]s: the base
+    /// step is `amax / (127 · 16)` of the super-block, each sub-block of 32 takes the smallest
+    /// multiple of it that keeps its own largest magnitude within ±127, and values are rounded
+    /// to the nearest quant (ties to even).
     pub fn quantize_q8k(x: &[f32], out: &mut [Q8KBlock]) {
         assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
         for (xb, b) in x.as_chunks::<QK_K>().0.iter().zip(out.iter_mut()) {
-            let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let sub_amax: [f32; QK_K / 32] = std::array::from_fn(|j| {
+                xb[32 * j..32 * j + 32].iter().fold(0f32, |m, v| m.max(v.abs()))
+            });
+            let amax = sub_amax.iter().fold(0f32, |m, &v| m.max(v));
             if amax == 0.0 {
                 *b = Q8KBlock::default();
                 continue;
             }
-            let max = xb.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
-            let iscale = -127.0 / max;
-            for (q, &v) in b.qs.iter_mut().zip(xb) {
-                *q = vecmath::round_inline(iscale * v).clamp(-128.0, 127.0) as i8;
+            let step = amax / (127.0 * MAX_MULT as f32);
+            for (j, (&sub, chunk)) in sub_amax.iter().zip(xb.as_chunks::<32>().0).enumerate() {
+                // The ratio is at most 16 (exactly 16 for the largest sub-block); rounding up
+                // keeps every quant within ±127, and the clamp catches a ratio that rounded
+                // just past a whole number.
+                let mult = (sub / amax * MAX_MULT as f32).ceil().clamp(1.0, MAX_MULT as f32);
+                let inv = 1.0 / (step * mult);
+                for (q, &v) in b.qs[32 * j..32 * j + 32].iter_mut().zip(chunk) {
+                    *q = vecmath::round_inline(v * inv).clamp(-127.0, 127.0) as i8;
+                }
+                b.set_mult(j, mult as i16);
             }
-            for (s, g) in b.bsums.iter_mut().zip(b.qs.as_chunks::<16>().0) {
-                *s = g.iter().map(|&q| q as i16).sum();
+            for (s, q) in b.bsums.iter_mut().zip(b.qs.as_chunks::<16>().0) {
+                *s = q.iter().map(|&q| q as i16).sum();
             }
-            b.d = 1.0 / iscale;
+            b.set_sums_f32();
+            b.d = step;
         }
     }
 }

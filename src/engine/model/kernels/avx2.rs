@@ -4,7 +4,7 @@
 //! are private and called only from the public wrappers, which take an [`Avx2`] token; the token
 //! has a private field, so it exists only if [`Avx2::detect`] found AVX2, FMA and F16C at run
 //! time. The wrappers also check the lengths (weight row = whole blocks, one activation block
-//! per weight block); inside, every load goes through `load16`/`load32`/`load_bsums`, which take
+//! per weight block); inside, every load goes through `load16`/`load32`/`load_i16x16`, which take
 //! fixed-size arrays, so each load reads memory the borrow covers. Loads are unaligned
 //! (`loadu`), so there is no alignment precondition.
 
@@ -37,6 +37,14 @@ pub(super) fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
 pub(super) fn load16(b: &[u8; 16]) -> __m128i {
     // SAFETY: `b` is 16 readable bytes; loadu has no alignment requirement.
     unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+}
+
+/// The eight step multipliers of an activation super-block ([`Q8KBlock::mult`]) as words.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(super) fn load_mult(mult: &[i16; QK_K / 32]) -> __m128i {
+    // SAFETY: `mult` is 16 readable bytes; loadu has no alignment requirement.
+    unsafe { _mm_loadu_si128(mult.as_ptr().cast()) }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -181,7 +189,7 @@ fn q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-pub(super) fn load_bsums(b: &[i16; 16]) -> __m256i {
+pub(super) fn load_i16x16(b: &[i16; 16]) -> __m256i {
     // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
     unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
 }
@@ -235,7 +243,12 @@ fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
             let sl = _mm256_set1_epi16(sm[2 * j] as i16);
             let sh = _mm256_set1_epi16(sm[2 * j + 1] as i16);
             for r in 0..R {
-                let qs = &a[r][b].qs;
+                let ab = &a[r][b];
+                let qs = &ab.qs;
+                // The weights' scales times the activations' step multipliers (at most 63·16).
+                let words = |s: usize| load_i16x16(arr(&ab.mult_words, 16 * s));
+                let sl = _mm256_mullo_epi16(sl, words(2 * j));
+                let sh = _mm256_mullo_epi16(sh, words(2 * j + 1));
                 let pl = _mm256_madd_epi16(sl, _mm256_maddubs_epi16(ql, load32(arr(qs, 64 * j))));
                 let ph =
                     _mm256_madd_epi16(sh, _mm256_maddubs_epi16(qh, load32(arr(qs, 64 * j + 32))));
@@ -245,9 +258,11 @@ fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
         for r in 0..R {
             let ab = &a[r][b];
             // Σ_j min_j · (bsums[2j] + bsums[2j+1]), four lanes.
-            let bs = load_bsums(&ab.bsums);
+            let bs = load_i16x16(&ab.bsums);
             let pair_sums =
                 _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            // The mins times the step multipliers (at most 63 · 16).
+            let mins = _mm_mullo_epi16(mins, load_mult(&ab.mult));
             let prod = _mm_madd_epi16(mins, pair_sums);
             acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(dmin * ab.d), _mm_cvtepi32_ps(prod), acc_m[r]);
             acc[r] = _mm256_fmadd_ps(
@@ -311,16 +326,19 @@ fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h(6)),
             ];
             for r in 0..R {
-                let qs = &a[r][b].qs;
+                let ab = &a[r][b];
                 for k in 0..4 {
-                    // (q - 32) · y as q · y - 32 · y, in this order as in ggml (and candle), so
-                    // the lanes, and the float rounding after them, are the same as theirs.
-                    let y = load32(arr(qs, 128 * j + 32 * k));
+                    // (q - 32) · y as q · y - 32 · y, in this order as in ggml (and candle):
+                    // the 16-bit sums stay centred, so the lanes stay small.
+                    let y = load32(arr(&ab.qs, 128 * j + 32 * k));
                     let p = _mm256_sub_epi16(
                         _mm256_maddubs_epi16(q[k], y),
                         _mm256_maddubs_epi16(m32s, y),
                     );
-                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(sc[k], p));
+                    // Both scales of these 32 quants times their step multiplier.
+                    let words = load_i16x16(arr(&ab.mult_words, 16 * (4 * j + k)));
+                    let sc = _mm256_mullo_epi16(sc[k], words);
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(sc, p));
                 }
             }
         }

@@ -3,8 +3,9 @@
 //! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K,
 //! Q5_0, Q4_1 and Q8_0 on AVX-512 VNNI, repacked sixteen rows at a time at load:
 //! [`q4k_x16`], [`q5_0_x16`], [`q4_1_x16`], [`q8_0_x16`]); activations are
-//! quantized per row to 8-bit blocks like ggml does (Q8_0/Q8_1 for the 32-element formats, Q8_K
-//! for the 256-element k-quants), except that their scales are kept as f32.
+//! quantized per row to 8-bit blocks: like ggml does for the 32-element formats (Q8_0/Q8_1),
+//! and for the 256-element k-quants in super-blocks like ggml's Q8_K but with a step per 32
+//! ([`Q8KBlock`]), which keeps activations several times closer to exact arithmetic.
 //!
 //! Every kernel computes weight rows against `R` activation rows at once (`R` = 1 or 4), so a
 //! weight block is unpacked once for several rows during prefill; one call covers many weight
@@ -110,7 +111,7 @@ impl WeightKind {
     }
 }
 
-pub use activations::{quantize_q8, quantize_q8k, round_to_f16, Q8Block, Q8KBlock};
+pub use activations::{quantize_q8, quantize_q8k, round_to_f16, Q8Block, Q8KBlock, MAX_MULT};
 
 /// Elements of a 32-element block.
 pub const QK: usize = 32;

@@ -16,7 +16,8 @@
 //!   `4 i .. 4 i + 4` hold row `i`'s quants `32 s + 4 h ..` in their low nibbles and
 //!   `32 s + 16 + 4 h ..` in their high ones.
 //!
-//! A row's result is `Σ_b d_a (Σ_s d·sc_s·Σ q·y − dmin·m_s·Σ y)`, summed in that order with
+//! A row's result is `Σ_b d_a (Σ_s d·sc_s·mult_s·Σ q·y − dmin·m_s·mult_s·Σ y)` (`mult_s`
+//! the activations' step multiplier, already in their sums), summed in that order with
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 //! The rows past the end of a matrix are zeros, and their lanes are never read back.
 
@@ -110,8 +111,10 @@ pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]])
                             .sum();
                         let scale = block[SCALES + 16 * s + i] as f32 * d;
                         let min = block[MINS + 16 * s + i] as f32 * dmin;
-                        let bsum = (ab.bsums[2 * s] as i32 + ab.bsums[2 * s + 1] as i32) as f32;
-                        sum = (isum as f32).mul_add(scale, sum);
+                        // Exact: |isum · mult| < 2²⁴.
+                        let isum = (isum * ab.mult[s] as i32) as f32;
+                        let bsum = ab.sums_f32[s];
+                        sum = isum.mul_add(scale, sum);
                         sum = (-min).mul_add(bsum, sum);
                     }
                     acc[r] = sum.mul_add(ab.d, acc[r]);

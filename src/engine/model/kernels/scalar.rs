@@ -115,8 +115,10 @@ pub fn dot_q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R
                     .zip(&ab.qs[32 * j..32 * j + 32])
                     .map(|(&x, &y)| x as i32 * y as i32)
                     .sum();
-                isum += sc as i32 * s;
-                msum += m as i32 * (ab.bsums[2 * j] as i32 + ab.bsums[2 * j + 1] as i32);
+                isum += sc as i32 * ab.mult[j] as i32 * s;
+                msum += m as i32
+                    * ab.mult[j] as i32
+                    * (ab.bsums[2 * j] as i32 + ab.bsums[2 * j + 1] as i32);
             }
             acc[r] += d * ab.d * isum as f32 - dmin * ab.d * msum as f32;
         }
@@ -150,7 +152,7 @@ pub fn dot_q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R
                     .zip(&ab.qs[16 * g..16 * g + 16])
                     .map(|(&x, &y)| x as i32 * y as i32)
                     .sum();
-                isum += sc[g] as i8 as i32 * s;
+                isum += sc[g] as i8 as i32 * ab.mult[g / 2] as i32 * s;
             }
             acc[r] += d * ab.d * isum as f32;
         }

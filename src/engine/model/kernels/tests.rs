@@ -77,8 +77,11 @@ fn activations(kind: WeightKind, nb: usize, extreme: bool, rng: &mut Rng) -> Act
         quantize_q8k(&x, &mut a);
         if extreme {
             for b in &mut a {
+                // The largest step multipliers, so the scaled sums reach i16's limit.
+                (0..QK_K / 32).for_each(|j| b.set_mult(j, MAX_MULT));
                 b.qs = [-128; QK_K];
                 b.bsums = [-128 * 16; QK_K / 16];
+                b.set_sums_f32();
             }
         }
         Acts::K(a)

@@ -7,7 +7,8 @@
 //! wrappers in [`super::vnni`] (see its soundness note).
 
 use super::avx2::{
-    arr, f16_at, hsum, hsum128, load16, load32, load_bsums, unpack_scales_k4, SCALE_SHUFFLE,
+    arr, f16_at, hsum, hsum128, load16, load32, load_i16x16, load_mult, unpack_scales_k4,
+    SCALE_SHUFFLE,
 };
 use super::vnni::{fold, join, load64};
 use super::{Q8KBlock, QK_K};
@@ -32,26 +33,21 @@ pub(super) fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32
         });
         // Scale of sub-block 2j in the low 16 words, of 2j+1 in the high ones.
         let words = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(load16(&sm)));
-        let sc: [__m512i; QK_K / 64] = std::array::from_fn(|j| {
-            let idx = _mm512_mask_blend_epi16(
-                0xFFFF_0000,
-                _mm512_set1_epi16(2 * j as i16),
-                _mm512_set1_epi16(2 * j as i16 + 1),
-            );
-            _mm512_permutexvar_epi16(idx, words)
-        });
+        let sc: [__m512i; QK_K / 64] = std::array::from_fn(|j| halves(words, 2 * j));
         for r in 0..R {
             let ab = &a[r][b];
             let mut sumi = _mm512_setzero_si512();
             for j in 0..QK_K / 64 {
                 let p = _mm512_maddubs_epi16(q[j], load64(arr(&ab.qs, 64 * j)));
-                sumi = _mm512_dpwssd_epi32(sumi, sc[j], p);
+                // Times the activations' step multipliers, lined up the same way.
+                let sc = _mm512_mullo_epi16(sc[j], load_i16x32(arr(&ab.mult_words, 32 * j)));
+                sumi = _mm512_dpwssd_epi32(sumi, sc, p);
             }
             // From here on, the AVX2 kernel's operations.
-            let bs = load_bsums(&ab.bsums);
+            let bs = load_i16x16(&ab.bsums);
             let pair_sums =
                 _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            let prod = _mm_madd_epi16(mins, pair_sums);
+            let prod = _mm_madd_epi16(_mm_mullo_epi16(mins, load_mult(&ab.mult)), pair_sums);
             acc_m[r] = _mm_fmadd_ps(_mm_set1_ps(dmin * ab.d), _mm_cvtepi32_ps(prod), acc_m[r]);
             acc[r] = _mm256_fmadd_ps(
                 _mm256_set1_ps(d * ab.d),
@@ -98,28 +94,48 @@ pub(super) fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32
                 _mm512_or_si512(lo[i], _mm512_slli_epi16(_mm512_and_si512(h[i], m2), 4))
             });
             for r in 0..R {
-                let qs = &a[r][b].qs;
+                let ab = &a[r][b];
                 for i in 0..2 {
                     // (q - 32) · y as q · y - 32 · y, as the AVX2 kernel (same 16-bit lanes).
-                    let y = load64(arr(qs, 128 * j + 64 * i));
+                    let y = load64(arr(&ab.qs, 128 * j + 64 * i));
                     let p = _mm512_sub_epi16(
                         _mm512_maddubs_epi16(q[i], y),
                         _mm512_maddubs_epi16(m32s, y),
                     );
-                    sumi[r] = _mm512_dpwssd_epi32(sumi[r], sc[i], p);
+                    let words = load_i16x32(arr(&ab.mult_words, 16 * (4 * j + 2 * i)));
+                    let sc = _mm512_mullo_epi16(sc[i], words);
+                    sumi[r] = _mm512_dpwssd_epi32(sumi[r], sc, p);
                 }
             }
         }
         for r in 0..R {
             let ab = &a[r][b];
-            acc[r] = _mm256_fmadd_ps(
-                _mm256_set1_ps(d * ab.d),
-                _mm256_cvtepi32_ps(fold(sumi[r])),
-                acc[r],
-            );
+            let sumi = _mm256_cvtepi32_ps(fold(sumi[r]));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * ab.d), sumi, acc[r]);
         }
     }
     for r in 0..R {
         out[r] = hsum(acc[r]);
     }
+}
+
+/// Word `k` of `words` in the low 16 words and word `k + 1` in the high ones: the values of
+/// sub-blocks `k` and `k + 1`, lined up with 64 quants.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn halves(words: __m512i, k: usize) -> __m512i {
+    let idx = _mm512_mask_blend_epi16(
+        0xFFFF_0000,
+        _mm512_set1_epi16(k as i16),
+        _mm512_set1_epi16(k as i16 + 1),
+    );
+    _mm512_permutexvar_epi16(idx, words)
+}
+
+/// 32 words (64 bytes).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+fn load_i16x32(b: &[i16; 32]) -> __m512i {
+    // SAFETY: `b` is 64 readable bytes; loadu has no alignment requirement.
+    unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
 }

@@ -53,7 +53,9 @@ fn add_block<const R: usize>(
             let ab = &ar[b];
             let y = arr(&ab.qs, 32 * s);
             let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, y, _mm512_setzero_si512()));
-            let bsum = (i32::from(ab.bsums[2 * s]) + i32::from(ab.bsums[2 * s + 1])) as f32;
+            // Exact, as in the reference: |isum · mult| < 2²⁴.
+            let isum = _mm512_mul_ps(isum, _mm512_set1_ps(ab.mult_f32[s]));
+            let bsum = ab.sums_f32[s];
             *sum = _mm512_fmadd_ps(isum, scale, *sum);
             *sum = _mm512_fnmadd_ps(min, _mm512_set1_ps(bsum), *sum);
         }
