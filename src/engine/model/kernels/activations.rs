@@ -113,8 +113,8 @@ vecmath::multiversion! {
         for (xb, b) in x.as_chunks::<QK>().0.iter().zip(out.iter_mut()) {
             let d = quantize_block(xb, &mut b.qs);
             let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
-            b.d = d;
-            b.s = d * sum as f32;
+            b.d = round_to_f16(d);
+            b.s = round_to_f16(d * sum as f32);
         }
     }
 }
