@@ -168,13 +168,24 @@ fn kernel_paths() -> Vec<&'static str> {
     paths
 }
 
-/// How much more a kernel path of taper may diverge from the exact path than llama.cpp does.
-/// Both engines requantize activations to 8 bits with the same block sizes, so their
-/// divergences are two samples of the same rounding noise: on these ten windows the paths
-/// measured 0.96–1.09x llama.cpp's (on 20 windows 0.96–1.03x; README, "Perplexity and KL
-/// divergence"). A kernel that lost precision (a dropped bit, a coarser scale) would be far
-/// past this.
-const KLD_FROM_EXACT_RATIO_LIMIT: f64 = 1.25;
+/// How far each kernel path of taper may diverge from the exact path, as a multiple of how far
+/// llama.cpp does, per model.
+/// - SmolLM2 (Q4_1 and Q8_0): both engines quantize these formats' activations alike, to
+///   8-bit blocks of 32, so the divergences are two samples of the same rounding noise: on
+///   these ten windows the paths measured 0.96–1.02x llama.cpp's (on 20 windows 0.97–1.00x;
+///   README, "Perplexity and KL divergence").
+/// - Gemma 3 (mostly Q4_K/Q6_K where the rounding matters): taper gives the k-quants'
+///   activations a step per 32 where llama.cpp has one per 256, and measured 0.44–0.50x here
+///   (0.43–0.47x on 20 windows). Back at one step per 256 it would be at about 1.0x.
+///
+/// A kernel that lost precision (a dropped bit, a coarser scale) would be far past either.
+fn kld_from_exact_ratio_limit(file: &str) -> f64 {
+    if file == GEMMA3 {
+        0.6
+    } else {
+        1.1
+    }
+}
 /// Largest KLD of llama.cpp against taper's exact path (measured 0.0040 SmolLM2, 0.0053 Gemma
 /// 3 on 20 windows): llama.cpp's own rounding and nothing more, so the exact path computes
 /// the model as llama.cpp does.
@@ -205,7 +216,7 @@ fn every_kernel_path_is_about_as_faithful_to_the_exact_path_as_llama_cpp() {
             let (kld, _, _) = taper_kld(&model, &exact, &[("TAPER_KERNELS", path)]);
             eprintln!("{file}: KLD from exact: taper {path} {kld:.6}, llama.cpp {llama:.6}");
             assert!(
-                kld <= KLD_FROM_EXACT_RATIO_LIMIT * llama,
+                kld <= kld_from_exact_ratio_limit(file) * llama,
                 "{file} {path}: {kld} against llama.cpp's {llama}"
             );
         }
