@@ -253,6 +253,7 @@ fn tensor_wrapper_matches_the_vec_api() {
 }
 
 #[test]
+#[cfg(target_arch = "x86_64")]
 fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
     let all = Isa::all();
     let (Some(avx2), Some(vnni)) = (
