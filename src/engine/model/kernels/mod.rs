@@ -19,6 +19,8 @@ pub mod avx2;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]
+mod neon_kquant;
+#[cfg(target_arch = "aarch64")]
 mod neon_ops;
 #[cfg(target_arch = "aarch64")]
 mod neon_q8;
@@ -373,8 +375,7 @@ pub fn dot_q8k<const R: usize>(
             WeightKind::Q6K => vnni::dot_q6k(t, w, a, out),
             _ => panic!("{kind:?} takes Q8 activations"),
         },
-        // The k-quant NEON kernels come next; until then the plain ones.
         #[cfg(target_arch = "aarch64")]
-        Isa::Neon(_) => dot_q8k(Isa::Scalar, kind, w, a, out),
+        Isa::Neon(t) => neon::dot_q8k(t, kind, w, row_bytes, a, out),
     }
 }

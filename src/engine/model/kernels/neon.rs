@@ -21,8 +21,9 @@
 //! running. Lengths are checked by the caller ([`super::dot_q8`], [`super::dot_q8k`]); every
 //! load takes a fixed-size array and none needs alignment.
 
+use super::neon_kquant::{self, Q4K, Q6K};
 use super::neon_q8::{self, Format, Q4_0, Q4_1, Q5_0, Q8_0};
-use super::{Q8Block, WeightKind};
+use super::{Q8Block, Q8KBlock, WeightKind};
 
 /// The NEON levels, slowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +155,69 @@ fn q8<F: Format, const R: usize>(
     }
     match t.0 {
         Level::Plain => neon_q8::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
+        // SAFETY: a `Neon` at this level exists only if the CPU has dotprod (`detect_all`).
+        Level::Dotprod => unsafe { dotprod::<F, R>(Sdot(()), w, row_bytes, a, out) },
+        // SAFETY: a `Neon` at this level exists only if the CPU has dotprod and i8mm.
+        Level::I8mm => unsafe { i8mm::<F, R>(Smmla(()), w, row_bytes, a, out) },
+    }
+}
+
+/// As [`dot_q8`] for k-quant weight rows (Q4_K, Q6_K).
+pub fn dot_q8k<const R: usize>(
+    t: Neon,
+    kind: WeightKind,
+    w: &[u8],
+    row_bytes: usize,
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    if row_bytes == 0 {
+        return;
+    }
+    let f = match kind {
+        WeightKind::Q4K => q8k::<Q4K, R>,
+        WeightKind::Q6K => q8k::<Q6K, R>,
+        _ => panic!("{kind:?} has no NEON kernel for Q8_K activations"),
+    };
+    // SAFETY: NEON is part of every aarch64 CPU (a `Neon` exists only there).
+    unsafe { f(t, w, row_bytes, a, out) }
+}
+
+/// [`dot_q8k`] for format `F` on the token's level.
+#[target_feature(enable = "neon")]
+fn q8k<F: neon_kquant::Format, const R: usize>(
+    t: Neon,
+    w: &[u8],
+    row_bytes: usize,
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    #[target_feature(enable = "neon,dotprod")]
+    fn dotprod<F: neon_kquant::Format, const R: usize>(
+        t: Sdot,
+        w: &[u8],
+        row_bytes: usize,
+        a: &[&[Q8KBlock]; R],
+        out: &mut [[f32; R]],
+    ) {
+        neon_kquant::rows::<F, _, R>(t, w, row_bytes, a, out)
+    }
+    #[target_feature(enable = "neon,dotprod,i8mm")]
+    fn i8mm<F: neon_kquant::Format, const R: usize>(
+        t: Smmla,
+        w: &[u8],
+        row_bytes: usize,
+        a: &[&[Q8KBlock]; R],
+        out: &mut [[f32; R]],
+    ) {
+        if R.is_multiple_of(2) {
+            neon_kquant::rows_mmla::<F, R>(t, w, row_bytes, a, out)
+        } else {
+            neon_kquant::rows::<F, _, R>(t.sdot(), w, row_bytes, a, out)
+        }
+    }
+    match t.0 {
+        Level::Plain => neon_kquant::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod (`detect_all`).
         Level::Dotprod => unsafe { dotprod::<F, R>(Sdot(()), w, row_bytes, a, out) },
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod and i8mm.

@@ -34,9 +34,23 @@ pub(super) fn load_i8(b: &[i8; 16]) -> int8x16_t {
 
 #[target_feature(enable = "neon")]
 #[inline]
+pub(super) fn load_i16(b: &[i16; 8]) -> int16x8_t {
+    // SAFETY: `b` is 8 readable i16; `ld1` has no alignment requirement.
+    unsafe { vld1q_s16(b.as_ptr()) }
+}
+
+#[target_feature(enable = "neon")]
+#[inline]
 pub(super) fn f32x4(v: [f32; 4]) -> float32x4_t {
     // SAFETY: `v` is 4 readable f32; `ld1` has no alignment requirement.
     unsafe { vld1q_f32(v.as_ptr()) }
+}
+
+#[target_feature(enable = "neon")]
+#[inline]
+pub(super) fn i32x4(v: [i32; 4]) -> int32x4_t {
+    // SAFETY: `v` is 4 readable i32; `ld1` has no alignment requirement.
+    unsafe { vld1q_s32(v.as_ptr()) }
 }
 
 #[target_feature(enable = "neon")]
