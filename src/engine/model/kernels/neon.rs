@@ -13,13 +13,13 @@
 //! pair.
 //!
 //! Soundness: `sdot` and `smmla` are inline assembly (their intrinsics are not stable Rust),
-//! run only by methods of the [`Sdot`] and [`Smmla`] tokens ([`super::neon_ops`]). The tokens
-//! have private fields and are made only here, from a [`Neon`] whose level
-//! [`Neon::detect_all`] found at run time; the `#[target_feature]` functions they are used in
-//! are called only with them. The assembler refuses those instructions outside a function
-//! compiled for their feature, so a helper inlined anywhere else fails to build instead of
-//! running. Lengths are checked by the caller ([`super::dot_q8`], [`super::dot_q8k`]); every
-//! load takes a fixed-size array and none needs alignment.
+//! run only by [`super::neon_ops::dot`] for the [`Sdot`] and [`Smmla`] tokens and by
+//! [`Smmla::mmla`]. The tokens have private fields and are made only here, from a [`Neon`]
+//! whose level [`Neon::detect_all`] found at run time, and the `#[target_feature]` entry points
+//! of each level are called only with them. Everything else is NEON, which every aarch64 CPU
+//! has (the one `unsafe` call per entry into code compiled for it). Lengths are checked by the
+//! caller ([`super::dot_q8`], [`super::dot_q8k`]); every load takes a fixed-size array and none
+//! needs alignment.
 
 use super::neon_kquant::{self, Q4K, Q6K};
 use super::neon_q8::{self, Format, Q4_0, Q4_1, Q5_0, Q8_0};
