@@ -30,7 +30,17 @@ fn best() -> &'static str {
             return "avx2";
         }
     }
-    "scalar"
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("dotprod") {
+        let i8mm = std::arch::is_aarch64_feature_detected!("i8mm");
+        return if i8mm { "neon-i8mm" } else { "neon-dotprod" };
+    }
+    // Plain NEON is part of every aarch64 CPU.
+    if cfg!(target_arch = "aarch64") {
+        "neon"
+    } else {
+        "scalar"
+    }
 }
 
 /// The kernel path `taper ask --stats` reports with `TAPER_KERNELS` set to `forced`.
@@ -60,6 +70,12 @@ fn ask_names_the_kernel_path_and_a_forced_one_is_the_one_that_runs() {
     assert_eq!(reported(None), best());
     assert_eq!(reported(Some("scalar")), "scalar");
     assert_eq!(reported(Some("exact")), "exact");
-    let avx2 = if best() == "scalar" { "scalar" } else { "avx2" };
+    // The AVX2 cap: AVX2 where there is more or as much, scalar below; on ARM (nothing to
+    // leave out) the best path.
+    let avx2 = match best() {
+        "scalar" => "scalar",
+        arm if arm.starts_with("neon") => arm,
+        _ => "avx2",
+    };
     assert_eq!(reported(Some("avx2")), avx2);
 }

@@ -1,6 +1,7 @@
-//! `QLinear`'s kernels (scalar and, where the CPU has them, AVX2 and AVX-512 VNNI) against a
-//! plain f64 reference over candle's dequantized weights, against candle's own `QMatMul`, for
-//! batch invariance, and AVX-512 VNNI's k-quant kernels bit for bit against AVX2's. No timing.
+//! `QLinear`'s kernels (scalar and, where the CPU has them, AVX2 and AVX-512 VNNI, or NEON)
+//! against a plain f64 reference over candle's dequantized weights, against candle's own
+//! `QMatMul`, for batch invariance, AVX-512 VNNI's k-quant kernels bit for bit against AVX2's,
+//! and every NEON level bit for bit against the scalar kernels. No timing.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
@@ -253,6 +254,7 @@ fn tensor_wrapper_matches_the_vec_api() {
 }
 
 #[test]
+#[cfg(target_arch = "x86_64")]
 fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
     let all = Isa::all();
     let (Some(avx2), Some(vnni)) = (
@@ -280,6 +282,38 @@ fn vnni_kquants_give_the_same_bits_as_avx2_through_qlinear() {
                         v.to_bits(),
                         "{dtype:?} k={k} rows={rows} [{i}]: AVX2 {a} VNNI {v}"
                     );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg(target_arch = "aarch64")]
+fn neon_kernels_give_the_scalar_kernels_bits_through_qlinear() {
+    let mut rng = Rng(4711);
+    let neon: Vec<Isa> = Isa::all()
+        .into_iter()
+        .filter(|i| matches!(i, Isa::Neon(_)))
+        .collect();
+    for (dtype, block) in TYPES {
+        for k in ks(block) {
+            let out = 37;
+            let qt = weights(dtype, out, k, &mut rng);
+            let lin = QLinear::from_arc(qt).unwrap();
+            // 1, 4 and 4 + 3 rows: the one-row and four-row kernels, and both in one call.
+            for rows in [1usize, 4, 7] {
+                let x = rng.vec(rows * k);
+                let want = lin.forward_rows_with(Isa::Scalar, &x, rows).unwrap();
+                for isa in &neon {
+                    let got = lin.forward_rows_with(*isa, &x, rows).unwrap();
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            g.to_bits(),
+                            w.to_bits(),
+                            "{dtype:?} {isa:?} k={k} rows={rows} [{i}]: {g} scalar {w}"
+                        );
+                    }
                 }
             }
         }

@@ -14,7 +14,8 @@ pub enum Forced {
     Best,
     /// No SIMD anywhere.
     Scalar,
-    /// At most AVX2 + FMA + F16C (no AVX-512).
+    /// At most AVX2 + FMA + F16C (no AVX-512); on ARM, where there is nothing to leave out, the
+    /// best path.
     Avx2,
     /// Every matrix through candle's `QMatMul`.
     Candle,
@@ -44,7 +45,8 @@ pub fn isa() -> Isa {
     })
 }
 
-/// The path's name: `avx512-vnni`, `avx2`, `scalar`, `candle` or `exact`.
+/// The path's name: `avx512-vnni`, `avx2`, `neon-i8mm`, `neon-dotprod`, `neon`, `scalar`,
+/// `candle` or `exact`.
 pub fn name() -> &'static str {
     match forced() {
         Forced::Candle => "candle",
@@ -55,6 +57,8 @@ pub fn name() -> &'static str {
             Isa::Avx2(_) => "avx2",
             #[cfg(target_arch = "x86_64")]
             Isa::Vnni(_) => "avx512-vnni",
+            #[cfg(target_arch = "aarch64")]
+            Isa::Neon(t) => t.name(),
         },
     }
 }

@@ -17,6 +17,14 @@
 mod activations;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "aarch64")]
+pub mod neon;
+#[cfg(target_arch = "aarch64")]
+mod neon_kquant;
+#[cfg(target_arch = "aarch64")]
+mod neon_ops;
+#[cfg(target_arch = "aarch64")]
+mod neon_q8;
 #[cfg(target_arch = "x86_64")]
 mod prefetch;
 pub mod q4_1_x16;
@@ -164,6 +172,9 @@ pub enum Isa {
     /// AVX-512 VNNI (with AVX2, FMA, F16C).
     #[cfg(target_arch = "x86_64")]
     Vnni(vnni::Vnni),
+    /// NEON, plain or with dotprod or i8mm (the token says which).
+    #[cfg(target_arch = "aarch64")]
+    Neon(neon::Neon),
 }
 
 impl Isa {
@@ -173,17 +184,25 @@ impl Isa {
         if let Some(t) = vnni::Vnni::detect() {
             return Self::Vnni(t);
         }
-        Self::best_avx2()
+        #[cfg(target_arch = "aarch64")]
+        let best = Self::Neon(neon::Neon::best());
+        #[cfg(not(target_arch = "aarch64"))]
+        let best = Self::best_avx2();
+        best
     }
 
     /// The AVX2 kernels if the CPU has them (else scalar): the path before AVX-512, kept for
-    /// comparisons.
+    /// comparisons. On ARM, with no AVX-512 to leave out, the best path.
     pub fn best_avx2() -> Self {
         #[cfg(target_arch = "x86_64")]
         if let Some(t) = avx2::Avx2::detect() {
             return Self::Avx2(t);
         }
-        Self::Scalar
+        #[cfg(target_arch = "aarch64")]
+        let without = Self::best();
+        #[cfg(not(target_arch = "aarch64"))]
+        let without = Self::Scalar;
+        without
     }
 
     /// Every implementation this CPU supports (for tests).
@@ -198,6 +217,8 @@ impl Isa {
         if let Some(t) = vnni::Vnni::detect() {
             v.push(Self::Vnni(t));
         }
+        #[cfg(target_arch = "aarch64")]
+        v.extend(neon::Neon::detect_all().into_iter().map(Self::Neon));
         v
     }
 }
@@ -311,6 +332,8 @@ pub fn dot_q8<const R: usize>(
                 panic!("{kind:?} takes Q8_K activations")
             }
         },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon(t) => neon::dot_q8(t, kind, w, row_bytes, a, out),
     }
 }
 
@@ -353,5 +376,7 @@ pub fn dot_q8k<const R: usize>(
             WeightKind::Q6K => vnni::dot_q6k(t, w, a, out),
             _ => panic!("{kind:?} takes Q8 activations"),
         },
+        #[cfg(target_arch = "aarch64")]
+        Isa::Neon(t) => neon::dot_q8k(t, kind, w, row_bytes, a, out),
     }
 }

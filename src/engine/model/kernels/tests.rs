@@ -1,6 +1,6 @@
 //! Every kernel this CPU runs against the scalar ones on random raw blocks (extreme quants
 //! included), 1 and 4 rows at a time; the AVX-512 VNNI k-quant kernels bit for bit against
-//! AVX2's.
+//! AVX2's; every NEON level bit for bit against the scalar kernels.
 
 use super::*;
 
@@ -250,6 +250,30 @@ fn vnni_kquant_kernels_are_bit_identical_to_avx2() {
     }
     #[cfg(not(target_arch = "x86_64"))]
     eprintln!("skipped: not x86_64");
+}
+
+#[test]
+fn neon_kernels_are_bit_identical_to_the_scalar_ones() {
+    #[cfg(target_arch = "aarch64")]
+    all_results(|kind, isas, results| {
+        // They sum each block's integers exactly and then do the scalar float steps in order.
+        for (isa, got) in isas.iter().zip(results).skip(1) {
+            assert!(matches!(isa, Isa::Neon(_)));
+            for (c, (g, s)) in got.iter().zip(&results[0]).enumerate() {
+                for r in 0..4 {
+                    assert_eq!(
+                        g[r].to_bits(),
+                        s[r].to_bits(),
+                        "{kind:?} {isa:?} [{c}][{r}]: {} scalar {}",
+                        g[r],
+                        s[r]
+                    );
+                }
+            }
+        }
+    });
+    #[cfg(not(target_arch = "aarch64"))]
+    eprintln!("skipped: not aarch64");
 }
 
 #[test]
