@@ -133,10 +133,12 @@ fn quants(ab: &Q8KBlock) -> [int8x16_t; 16] {
     std::array::from_fn(|i| load_i8(arr(&ab.qs, 16 * i)))
 }
 
-/// `Σ_j min_j · (bsums[2j] + bsums[2j+1])`, exactly (pair sums ≤ 2¹², products ≤ 2¹⁸).
+/// `Σ_j min_j · mult_j · (bsums[2j] + bsums[2j+1])`, exactly (`min · mult` ≤ 63 · 16, pair
+/// sums ≤ 2¹², products ≤ 2²²).
 #[target_feature(enable = "neon")]
 #[inline]
 fn min_sum(mins: int16x8_t, ab: &Q8KBlock) -> i32 {
+    let mins = vmulq_s16(mins, load_i16(&ab.mult));
     let pairs = vpaddq_s16(load_i16(arr(&ab.bsums, 0)), load_i16(arr(&ab.bsums, 8)));
     let p = vmull_s16(vget_low_s16(mins), vget_low_s16(pairs));
     vaddvq_s32(vmlal_high_s16(p, mins, pairs))
@@ -169,10 +171,13 @@ fn row<F: Format, D: Dot, const R: usize>(t: D, w: &[u8], a: &[&[Q8KBlock]; R]) 
                 for j in 0..8 {
                     let p = dot(t, vdupq_n_s32(0), u.q[2 * j], y[2 * j]);
                     let p = dot(t, p, u.q[2 * j + 1], y[2 * j + 1]);
-                    isum = vmlaq_n_s32(isum, p, u.sc[2 * j]);
+                    // The weights' scale times the activations' step multiplier.
+                    let sc = u.sc[2 * j] * i32::from(ab.mult[j]);
+                    isum = vmlaq_n_s32(isum, p, sc);
                 }
             } else {
-                for ((&q, &y), &sc) in u.q.iter().zip(&y).zip(&u.sc) {
+                for (i, ((&q, &y), &sc)) in u.q.iter().zip(&y).zip(&u.sc).enumerate() {
+                    let sc = sc * i32::from(ab.mult[i / 2]);
                     isum = vmlaq_n_s32(isum, dot(t, vdupq_n_s32(0), q, y), sc);
                 }
             }
@@ -247,7 +252,10 @@ fn row_pair<F: Format, const R: usize>(
                     s = t.mmla(s, wq[i][0], aq[0]);
                     s = t.mmla(s, wq[i][1], aq[1]);
                 }
-                isum = vmlaq_s32(isum, s, sc[per * j]);
+                // Each lane's weight scale times its activation row's step multiplier.
+                let (mx, my) = (x.mult[per * j / 2], y.mult[per * j / 2]);
+                let mult = i32x4([mx, my, mx, my].map(i32::from));
+                isum = vmlaq_s32(isum, s, vmulq_s32(sc[per * j], mult));
             }
             let msum = if F::MINS {
                 i32x4([
