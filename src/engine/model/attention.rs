@@ -13,10 +13,12 @@
 //! The work is split into units of (KV head, tile, block of queries), so that every thread has
 //! work even with few KV heads, deep in a long context (decode: many tiles) or at its start
 //! (prefill: many query blocks). Each unit reads its tile of keys and values once, converted
-//! to f32 from the cache's format, for all the query heads that share the KV head.
+//! to f32 from the cache's format, for all the query heads that share the KV head; those rows
+//! are scored and weighted together ([`super::attention_block`]), each load serving several.
 
+use super::attention_block::{score_rows, softmax_rows, weigh_values, LANES};
 use super::kv_cache::LayerCache;
-use super::vecmath::{self, axpy_inline, exp_inline, multiversion};
+use super::vecmath::exp_inline;
 use rayon::prelude::*;
 
 /// Positions per tile of keys.
@@ -87,29 +89,37 @@ pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
             })
         })
         .collect();
-    let run =
-        |scratch: &mut (Vec<f32>, Vec<f32>), unit: &Unit| partials_of(q, cache, &s, *unit, scratch);
+    let run = |scratch: &mut Scratch, unit: &Unit| partials_of(q, cache, &s, *unit, scratch);
     let work = tokens * s.heads * (last + 1 - s.first_seen(s.start)) * d;
     let partials: Vec<Partials> = if work > PARALLEL_WORK {
-        units
-            .par_iter()
-            .map_init(|| (Vec::new(), Vec::new()), run)
-            .collect()
+        units.par_iter().map_init(Scratch::default, run).collect()
     } else {
-        let mut scratch = (Vec::new(), Vec::new());
+        let mut scratch = Scratch::default();
         units.iter().map(|u| run(&mut scratch, u)).collect()
     };
     merge(&partials, &s, tokens, tiles, blocks)
 }
 
+/// Reused buffers of one thread: the tile's keys and values as f32, the unit's query rows,
+/// their scores and the range of the tile each row sees.
+#[derive(Default)]
+struct Scratch {
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    rows: Vec<f32>,
+    scores: Vec<f32>,
+    ranges: Vec<(usize, usize)>,
+}
+
 /// A unit's partials: its tile of keys and values read once (as f32), then every query of
-/// its block and every query head of its KV head against the keys of the tile it may see.
+/// its block and every query head of its KV head, as one block of rows, against the keys of
+/// the tile each may see.
 fn partials_of(
     q: &[f32],
     cache: &LayerCache,
     s: &AttentionShape,
     unit: Unit,
-    (k_scratch, v_scratch): &mut (Vec<f32>, Vec<f32>),
+    scratch: &mut Scratch,
 ) -> Partials {
     let d = s.head_dim;
     let group = s.heads / s.kv_heads;
@@ -127,89 +137,36 @@ fn partials_of(
     if lo >= hi {
         return out;
     }
-    let keys = cache.k.tile(unit.kv_head, unit.tile, k_scratch);
-    let values = cache.v.rows(unit.kv_head, lo, hi, v_scratch);
+    let keys = cache.k.tile(unit.kv_head, unit.tile, &mut scratch.keys);
+    let values = cache.v.rows(unit.kv_head, lo, hi, &mut scratch.values);
+    // Rows (query, head of the group), the group's heads side by side in `q` already.
+    let (rows, ranges) = (&mut scratch.rows, &mut scratch.ranges);
+    rows.clear();
+    ranges.clear();
     for t in t0..t1 {
         let pos = s.start + t;
+        let h0 = unit.kv_head * group;
+        rows.extend_from_slice(&q[(t * s.heads + h0) * d..][..group * d]);
         let first = lo.max(s.first_seen(pos));
         let end = hi.min(pos + 1);
-        if first >= end {
-            continue;
-        }
-        let seen = (first - tile_start, end - tile_start);
-        let v = &values[(first - lo) * d..(end - lo) * d];
-        for g in 0..group {
-            let h = unit.kv_head * group + g;
-            let i = (t - t0) * group + g;
-            let query = &q[(t * s.heads + h) * d..][..d];
-            let acc = &mut out.acc[i * d..][..d];
-            let (m, l) = attend_tile(query, keys, seen.0, seen.1, v, s.scale, acc);
-            out.m[i] = m;
-            out.l[i] = l;
-        }
+        let seen = if first < end {
+            (first - tile_start, end - tile_start)
+        } else {
+            (0, 0)
+        };
+        ranges.extend(std::iter::repeat_n(seen, group));
     }
+    // Whole groups of sixteen positions from the one holding the first seen position: a
+    // score never depends on which others were computed with it.
+    let seen = ranges.iter().filter(|r| r.0 < r.1);
+    let g0 = seen.clone().map(|r| r.0).min().unwrap_or(0) / LANES;
+    let g1 = seen.map(|r| r.1).max().unwrap_or(0).div_ceil(LANES);
+    scratch.scores.resize(count * TILE, 0.0);
+    let scores = &mut scratch.scores;
+    score_rows(rows, d, keys, g0, g1, s.scale, scores);
+    softmax_rows(scores, ranges, &mut out.m, &mut out.l);
+    weigh_values(scores, ranges, values, lo - tile_start, d, &mut out.acc);
     out
-}
-
-/// Lanes of a group of positions scored together.
-const LANES: usize = 16;
-
-multiversion! {
-    /// One query against positions `c0..c1` of a tile of keys (`keys`: `head_dim` runs of
-    /// `TILE` positions) and their `values` (rows): into `acc`, the values weighted by
-    /// `exp(score - m)`; returns `m` (the highest score) and `l` (the sum of the weights).
-    /// The usual head sizes get a copy compiled for their size (the query and the sums stay
-    /// in registers); every copy does the same operations in the same order.
-    pub fn attend_tile(q: &[f32], keys: &[f32], c0: usize, c1: usize, values: &[f32], scale: f32, acc: &mut [f32]) -> (f32, f32) {
-        match q.len() {
-            64 => attend_tile_sized::<64>(q, keys, c0, c1, values, scale, acc),
-            128 => attend_tile_sized::<128>(q, keys, c0, c1, values, scale, acc),
-            256 => attend_tile_sized::<256>(q, keys, c0, c1, values, scale, acc),
-            _ => attend_tile_sized::<0>(q, keys, c0, c1, values, scale, acc),
-        }
-    }
-}
-
-/// [`attend_tile`] for heads of `D` values (0: any size). Scores are computed sixteen
-/// positions at a time, from the group of sixteen that holds `c0`, every lane of a group
-/// whatever the range, so a score never depends on which others were computed with it.
-#[inline(always)]
-fn attend_tile_sized<const D: usize>(
-    q: &[f32],
-    keys: &[f32],
-    c0: usize,
-    c1: usize,
-    values: &[f32],
-    scale: f32,
-    acc: &mut [f32],
-) -> (f32, f32) {
-    let d = if D == 0 { q.len() } else { D };
-    let (q, acc) = (&q[..d], &mut acc[..d]);
-    let mut scores = [0f32; TILE];
-    let mut group = c0 / LANES * LANES;
-    while group < c1 {
-        let mut lanes = [0f32; LANES];
-        for (i, &qi) in q.iter().enumerate() {
-            let column = &keys[i * TILE + group..][..LANES];
-            for l in 0..LANES {
-                lanes[l] += qi * column[l];
-            }
-        }
-        for l in 0..LANES {
-            scores[group + l] = lanes[l] * scale;
-        }
-        group += LANES;
-    }
-    let scores = &mut scores[c0..c1];
-    let m = vecmath::max_inline(scores);
-    for s in scores.iter_mut() {
-        *s = exp_inline(*s - m);
-    }
-    let l = vecmath::sum_inline(scores);
-    for (p, v) in scores.iter().zip(values.chunks_exact(d)) {
-        axpy_inline(acc, *p, &v[..d]);
-    }
-    (m, l)
 }
 
 /// Merges each query's partials in tile order: `out = Σ e^(mᵢ-M) accᵢ / Σ e^(mᵢ-M) lᵢ`.

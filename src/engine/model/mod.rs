@@ -1,6 +1,7 @@
 //! The loaded model behind one interface: feed tokens, get logits, manage the KV cache.
 
 pub mod attention;
+mod attention_block;
 pub mod config;
 pub mod decoder;
 pub mod embedding;

@@ -138,15 +138,6 @@ fn sum_lanes(acc: &[f32; LANES]) -> f32 {
     (quarter[0] + quarter[2]) + (quarter[1] + quarter[3])
 }
 
-/// `out[i] += w · x[i]`.
-#[inline(always)]
-pub fn axpy_inline(out: &mut [f32], w: f32, x: &[f32]) {
-    assert_eq!(out.len(), x.len(), "axpy: lengths differ");
-    for (o, v) in out.iter_mut().zip(x) {
-        *o += w * v;
-    }
-}
-
 /// e^x for finite x (NaN stays NaN); results overflow to no more than e^88 and underflow to
 /// e^-87.
 #[inline(always)]

@@ -1,0 +1,286 @@
+//! The arithmetic of one unit of attention: a block of query rows against one tile of keys
+//! (the scores), each row's softmax over the keys it sees, and the values weighted by it.
+//!
+//! The loops are blocked so that a key or a value, once loaded, serves several rows, and so
+//! that several independent sums run side by side: one row alone is a single chain of
+//! dependent adds, which waits on the adder's latency instead of using its throughput.
+//! Blocking only decides which *independent* sums share a loop; every score and every weighted
+//! sum is computed by the same operations in the same order as a row taken alone would be,
+//! so a row's result never depends on the rows beside it, the block sizes or the instruction
+//! set.
+
+use super::attention::TILE;
+use super::vecmath::{self, exp_inline, multiversion};
+
+/// Lanes of a group of positions scored together (one AVX-512 register of f32).
+pub(super) const LANES: usize = 16;
+
+/// Whether this instruction set has 32 vector registers of 16 lanes (AVX-512), so blocks can
+/// be twice as large before the sums no longer fit in registers.
+#[inline(always)]
+fn wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        vecmath::level() == vecmath::Level::Avx512
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+multiversion! {
+    /// `out[r][16g..16g+16] = scale · q[r] · keys[.., 16g..16g+16]` for every row `r` of `q`
+    /// (rows of `d` values) and every group `g` in `g0..g1` of sixteen positions of the tile
+    /// (`keys`: `d` runs of [`TILE`] positions). `out` has [`TILE`] scores a row.
+    pub fn score_rows(q: &[f32], d: usize, keys: &[f32], g0: usize, g1: usize, scale: f32, out: &mut [f32]) {
+        match (d, wide()) {
+            (64, true) => score_sized::<64, 4, 3>(q, d, keys, g0, g1, scale, out),
+            (64, false) => score_sized::<64, 4, 1>(q, d, keys, g0, g1, scale, out),
+            (128, true) => score_sized::<128, 4, 3>(q, d, keys, g0, g1, scale, out),
+            (128, false) => score_sized::<128, 4, 1>(q, d, keys, g0, g1, scale, out),
+            (256, true) => score_sized::<256, 4, 3>(q, d, keys, g0, g1, scale, out),
+            (256, false) => score_sized::<256, 4, 1>(q, d, keys, g0, g1, scale, out),
+            (_, true) => score_sized::<0, 4, 3>(q, d, keys, g0, g1, scale, out),
+            (_, false) => score_sized::<0, 4, 1>(q, d, keys, g0, g1, scale, out),
+        }
+    }
+}
+
+/// [`score_rows`] for heads of `D` values (0: any size), `R` rows by `G` groups at a time.
+#[inline(always)]
+fn score_sized<const D: usize, const R: usize, const G: usize>(
+    q: &[f32],
+    d: usize,
+    keys: &[f32],
+    g0: usize,
+    g1: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let d = if D == 0 { d } else { D };
+    let rows = q.len() / d;
+    let mut r = 0;
+    while r + R <= rows {
+        score_groups::<D, R, G>(
+            &q[r * d..][..R * d],
+            d,
+            keys,
+            g0,
+            g1,
+            scale,
+            &mut out[r * TILE..],
+        );
+        r += R;
+    }
+    while r < rows {
+        score_groups::<D, 1, G>(
+            &q[r * d..][..d],
+            d,
+            keys,
+            g0,
+            g1,
+            scale,
+            &mut out[r * TILE..],
+        );
+        r += 1;
+    }
+}
+
+/// `R` rows against groups `g0..g1`, `G` groups at a time.
+#[inline(always)]
+fn score_groups<const D: usize, const R: usize, const G: usize>(
+    q: &[f32],
+    d: usize,
+    keys: &[f32],
+    g0: usize,
+    g1: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let mut g = g0;
+    while g + G <= g1 {
+        score_block::<D, R, G>(q, d, keys, g, scale, out);
+        g += G;
+    }
+    while g < g1 {
+        score_block::<D, R, 1>(q, d, keys, g, scale, out);
+        g += 1;
+    }
+}
+
+/// The scores of `R` rows and `G` groups from group `g`: `R·G` sums in registers, each
+/// `Σ_i q[i]·k[i]` added in dimension order from zero, then scaled.
+#[inline(always)]
+fn score_block<const D: usize, const R: usize, const G: usize>(
+    q: &[f32],
+    d: usize,
+    keys: &[f32],
+    g: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let d = if D == 0 { d } else { D };
+    let rows: [&[f32]; R] = std::array::from_fn(|r| &q[r * d..][..d]);
+    let mut acc = [[[0f32; LANES]; G]; R];
+    for i in 0..d {
+        let k = &keys[i * TILE + g * LANES..][..G * LANES];
+        for r in 0..R {
+            let qi = rows[r][i];
+            for j in 0..G {
+                for l in 0..LANES {
+                    acc[r][j][l] += qi * k[j * LANES + l];
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        let dst = &mut out[r * TILE + g * LANES..][..G * LANES];
+        for j in 0..G {
+            for l in 0..LANES {
+                dst[j * LANES + l] = acc[r][j][l] * scale;
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// Each row's softmax, unnormalised, in place: for row `r` with `ranges[r] = (c0, c1)`,
+    /// `scores[r][c0..c1]` become `exp(score - m)`; `m[r]` is the highest score and `l[r]` the
+    /// sum of the weights. An empty range leaves `m = -∞`, `l = 0`.
+    pub fn softmax_rows(scores: &mut [f32], ranges: &[(usize, usize)], m: &mut [f32], l: &mut [f32]) {
+        for (r, &(c0, c1)) in ranges.iter().enumerate() {
+            if c0 >= c1 {
+                m[r] = f32::NEG_INFINITY;
+                l[r] = 0.0;
+                continue;
+            }
+            let row = &mut scores[r * TILE + c0..r * TILE + c1];
+            let max = vecmath::max_inline(row);
+            for s in row.iter_mut() {
+                *s = exp_inline(*s - max);
+            }
+            m[r] = max;
+            l[r] = vecmath::sum_inline(row);
+        }
+    }
+}
+
+multiversion! {
+    /// `acc[r] += Σ_{c0 ≤ j < c1} p[r][j] · values[j - first]` for each row `r` and its
+    /// `ranges[r] = (c0, c1)` (tile positions; `p` has [`TILE`] a row, `values` rows of `d`
+    /// from tile position `first`), summed in position order. Rows whose ranges overlap are
+    /// taken together over the common part, alone over the rest (before it, then after it).
+    pub fn weigh_values(p: &[f32], ranges: &[(usize, usize)], values: &[f32], first: usize, d: usize, acc: &mut [f32]) {
+        match (d, wide()) {
+            (64, true) => weigh_sized::<64, 4, 64>(p, ranges, values, first, d, acc),
+            (64, false) => weigh_sized::<64, 2, 32>(p, ranges, values, first, d, acc),
+            (128, true) => weigh_sized::<128, 4, 64>(p, ranges, values, first, d, acc),
+            (128, false) => weigh_sized::<128, 2, 32>(p, ranges, values, first, d, acc),
+            (256, true) => weigh_sized::<256, 4, 64>(p, ranges, values, first, d, acc),
+            (256, false) => weigh_sized::<256, 2, 32>(p, ranges, values, first, d, acc),
+            (_, true) => weigh_sized::<0, 4, 64>(p, ranges, values, first, d, acc),
+            (_, false) => weigh_sized::<0, 2, 32>(p, ranges, values, first, d, acc),
+        }
+    }
+}
+
+/// [`weigh_values`] for heads of `D` values (0: any size), `R` rows and `C` columns at a time.
+#[inline(always)]
+fn weigh_sized<const D: usize, const R: usize, const C: usize>(
+    p: &[f32],
+    ranges: &[(usize, usize)],
+    values: &[f32],
+    first: usize,
+    d: usize,
+    acc: &mut [f32],
+) {
+    let d = if D == 0 { d } else { D };
+    let v = Values { values, first, d };
+    let mut r = 0;
+    while r < ranges.len() {
+        let n = R.min(ranges.len() - r);
+        let block = &ranges[r..r + n];
+        let lo = block.iter().map(|x| x.0).max().unwrap_or(0);
+        let hi = block.iter().map(|x| x.1).min().unwrap_or(0);
+        let (p, acc) = (&p[r * TILE..], &mut acc[r * d..]);
+        if n == R && lo < hi {
+            for (i, &(c0, _)) in block.iter().enumerate() {
+                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, lo, &v, &mut acc[i * d..]);
+            }
+            weigh_rows::<D, R, C>(p, lo, hi, &v, acc);
+            for (i, &(_, c1)) in block.iter().enumerate() {
+                weigh_rows::<D, 1, C>(&p[i * TILE..], hi, c1, &v, &mut acc[i * d..]);
+            }
+        } else {
+            for (i, &(c0, c1)) in block.iter().enumerate() {
+                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, c1, &v, &mut acc[i * d..]);
+            }
+        }
+        r += n;
+    }
+}
+
+/// Rows of values from tile position `first` on, `d` numbers each.
+struct Values<'a> {
+    values: &'a [f32],
+    first: usize,
+    d: usize,
+}
+
+/// `R` rows over positions `c0..c1`: columns `C` at a time, the rest one by one.
+#[inline(always)]
+fn weigh_rows<const D: usize, const R: usize, const C: usize>(
+    p: &[f32],
+    c0: usize,
+    c1: usize,
+    v: &Values,
+    acc: &mut [f32],
+) {
+    if c0 >= c1 {
+        return;
+    }
+    let d = if D == 0 { v.d } else { D };
+    let mut c = 0;
+    while c + C <= d {
+        weigh_block::<R, C>(p, c0, c1, v, c, acc);
+        c += C;
+    }
+    while c < d {
+        weigh_block::<R, 1>(p, c0, c1, v, c, acc);
+        c += 1;
+    }
+}
+
+/// Columns `c..c + C` of `R` rows' sums, in registers across positions `c0..c1`.
+#[inline(always)]
+fn weigh_block<const R: usize, const C: usize>(
+    p: &[f32],
+    c0: usize,
+    c1: usize,
+    v: &Values,
+    c: usize,
+    acc: &mut [f32],
+) {
+    let d = v.d;
+    let mut a = [[0f32; C]; R];
+    for r in 0..R {
+        a[r].copy_from_slice(&acc[r * d + c..][..C]);
+    }
+    for j in c0..c1 {
+        let row = &v.values[(j - v.first) * d + c..][..C];
+        for r in 0..R {
+            let w = p[r * TILE + j];
+            for x in 0..C {
+                a[r][x] += w * row[x];
+            }
+        }
+    }
+    for r in 0..R {
+        acc[r * d + c..][..C].copy_from_slice(&a[r]);
+    }
+}
+
+#[cfg(test)]
+#[path = "attention_block_tests.rs"]
+mod tests;
