@@ -9,7 +9,7 @@
 //! so a row's result never depends on the rows beside it, the block sizes or the instruction
 //! set.
 
-use super::attention::TILE;
+use super::attention::{KEY_STRIDE, TILE};
 use super::vecmath::{self, exp_inline, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
@@ -32,7 +32,8 @@ fn wide() -> bool {
 multiversion! {
     /// `out[r][16g..16g+16] = scale · q[r] · keys[.., 16g..16g+16]` for every row `r` of `q`
     /// (rows of `d` values) and every group `g` in `g0..g1` of sixteen positions of the tile
-    /// (`keys`: `d` runs of [`TILE`] positions). `out` has [`TILE`] scores a row.
+    /// (`keys`: `d` runs of [`TILE`] positions, [`KEY_STRIDE`] apart). `out` has [`TILE`]
+    /// scores a row.
     pub fn score_rows(q: &[f32], d: usize, keys: &[f32], g0: usize, g1: usize, scale: f32, out: &mut [f32]) {
         match (d, wide()) {
             (64, true) => score_sized::<64, 4, 3>(q, d, keys, g0, g1, scale, out),
@@ -47,7 +48,9 @@ multiversion! {
     }
 }
 
-/// [`score_rows`] for heads of `D` values (0: any size), `R` rows by `G` groups at a time.
+/// [`score_rows`] for heads of `D` values (0: any size), `R` rows by `G` groups at a time:
+/// each block of `G` groups of keys (12 KB for heads of 64) against every row before the next
+/// block, so that the keys are read from L1 by all the rows but the first.
 #[inline(always)]
 fn score_sized<const D: usize, const R: usize, const G: usize>(
     q: &[f32],
@@ -59,53 +62,39 @@ fn score_sized<const D: usize, const R: usize, const G: usize>(
     out: &mut [f32],
 ) {
     let d = if D == 0 { d } else { D };
-    let rows = q.len() / d;
-    let mut r = 0;
-    while r + R <= rows {
-        score_groups::<D, R, G>(
-            &q[r * d..][..R * d],
-            d,
-            keys,
-            g0,
-            g1,
-            scale,
-            &mut out[r * TILE..],
-        );
-        r += R;
-    }
-    while r < rows {
-        score_groups::<D, 1, G>(
-            &q[r * d..][..d],
-            d,
-            keys,
-            g0,
-            g1,
-            scale,
-            &mut out[r * TILE..],
-        );
-        r += 1;
+    let mut g = g0;
+    while g < g1 {
+        if g + G <= g1 {
+            score_groups::<D, R, G>(q, d, keys, g, scale, out);
+            g += G;
+        } else {
+            score_groups::<D, R, 1>(q, d, keys, g, scale, out);
+            g += 1;
+        }
     }
 }
 
-/// `R` rows against groups `g0..g1`, `G` groups at a time.
+/// Every row against `G` groups from group `g`, `R` rows at a time.
 #[inline(always)]
 fn score_groups<const D: usize, const R: usize, const G: usize>(
     q: &[f32],
     d: usize,
     keys: &[f32],
-    g0: usize,
-    g1: usize,
+    g: usize,
     scale: f32,
     out: &mut [f32],
 ) {
-    let mut g = g0;
-    while g + G <= g1 {
+    let rows = q.len() / d;
+    let mut r = 0;
+    while r + R <= rows {
+        let (q, out) = (&q[r * d..][..R * d], &mut out[r * TILE..]);
         score_block::<D, R, G>(q, d, keys, g, scale, out);
-        g += G;
+        r += R;
     }
-    while g < g1 {
-        score_block::<D, R, 1>(q, d, keys, g, scale, out);
-        g += 1;
+    while r < rows {
+        let (q, out) = (&q[r * d..][..d], &mut out[r * TILE..]);
+        score_block::<D, 1, G>(q, d, keys, g, scale, out);
+        r += 1;
     }
 }
 
@@ -124,12 +113,14 @@ fn score_block<const D: usize, const R: usize, const G: usize>(
     let rows: [&[f32]; R] = std::array::from_fn(|r| &q[r * d..][..d]);
     let mut acc = [[[0f32; LANES]; G]; R];
     for i in 0..d {
-        let k = &keys[i * TILE + g * LANES..][..G * LANES];
+        let k = &keys[i * KEY_STRIDE + g * LANES..][..G * LANES];
+        // Loaded once for all the rows (LLVM would otherwise read them again for each).
+        let k: [[f32; LANES]; G] = std::array::from_fn(|j| load(&k[j * LANES..]));
         for r in 0..R {
             let qi = rows[r][i];
             for j in 0..G {
                 for l in 0..LANES {
-                    acc[r][j][l] += qi * k[j * LANES + l];
+                    acc[r][j][l] += qi * k[j][l];
                 }
             }
         }
@@ -197,27 +188,52 @@ fn weigh_sized<const D: usize, const R: usize, const C: usize>(
 ) {
     let d = if D == 0 { d } else { D };
     let v = Values { values, first, d };
-    let mut r = 0;
-    while r < ranges.len() {
-        let n = R.min(ranges.len() - r);
-        let block = &ranges[r..r + n];
+    // Spans of positions whose values (16 KB) stay in L1 while every row takes them; a row
+    // still adds its positions in order, span after span.
+    let span = (4096 / d).clamp(LANES, TILE);
+    let seen = ranges.iter().filter(|x| x.0 < x.1);
+    let start = seen.clone().map(|x| x.0).min().unwrap_or(0);
+    let end = seen.map(|x| x.1).max().unwrap_or(0);
+    let mut clipped = [(0, 0); R];
+    for p0 in (start..end).step_by(span) {
+        let p1 = (p0 + span).min(end);
+        for r in (0..ranges.len()).step_by(R) {
+            let n = R.min(ranges.len() - r);
+            for (c, x) in clipped.iter_mut().zip(&ranges[r..r + n]) {
+                *c = (x.0.max(p0), x.1.min(p1));
+            }
+            let (p, acc) = (&p[r * TILE..], &mut acc[r * d..]);
+            weigh_span::<D, R, C>(p, &clipped[..n], &v, acc);
+        }
+    }
+}
+
+/// Up to `R` rows over their `ranges`: together over the part common to all, alone before it
+/// and after it.
+#[inline(always)]
+fn weigh_span<const D: usize, const R: usize, const C: usize>(
+    p: &[f32],
+    block: &[(usize, usize)],
+    v: &Values,
+    acc: &mut [f32],
+) {
+    let (d, n) = (v.d, block.len());
+    {
         let lo = block.iter().map(|x| x.0).max().unwrap_or(0);
         let hi = block.iter().map(|x| x.1).min().unwrap_or(0);
-        let (p, acc) = (&p[r * TILE..], &mut acc[r * d..]);
         if n == R && lo < hi {
             for (i, &(c0, _)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, lo, &v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, lo, v, &mut acc[i * d..]);
             }
-            weigh_rows::<D, R, C>(p, lo, hi, &v, acc);
+            weigh_rows::<D, R, C>(p, lo, hi, v, acc);
             for (i, &(_, c1)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], hi, c1, &v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C>(&p[i * TILE..], hi, c1, v, &mut acc[i * d..]);
             }
         } else {
             for (i, &(c0, c1)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, c1, &v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, c1, v, &mut acc[i * d..]);
             }
         }
-        r += n;
     }
 }
 
@@ -268,7 +284,7 @@ fn weigh_block<const R: usize, const C: usize>(
         a[r].copy_from_slice(&acc[r * d + c..][..C]);
     }
     for j in c0..c1 {
-        let row = &v.values[(j - v.first) * d + c..][..C];
+        let row: [f32; C] = load(&v.values[(j - v.first) * d + c..]);
         for r in 0..R {
             let w = p[r * TILE + j];
             for x in 0..C {
@@ -279,6 +295,14 @@ fn weigh_block<const R: usize, const C: usize>(
     for r in 0..R {
         acc[r * d + c..][..C].copy_from_slice(&a[r]);
     }
+}
+
+/// The first `N` values of `x`, as one value that lives in registers.
+#[inline(always)]
+fn load<const N: usize>(x: &[f32]) -> [f32; N] {
+    let mut out = [0f32; N];
+    out.copy_from_slice(&x[..N]);
+    out
 }
 
 #[cfg(test)]

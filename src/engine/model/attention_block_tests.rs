@@ -36,10 +36,10 @@ fn attend(
 
 /// Keys of positions `first..` of a tile, transposed as the cache keeps them; the rest 9.
 fn tile_of(k: &[f32], d: usize, first: usize) -> Vec<f32> {
-    let mut keys = vec![9.0f32; d * TILE];
+    let mut keys = vec![9.0f32; d * KEY_STRIDE];
     for (j, row) in k.chunks(d).enumerate() {
         for (i, &x) in row.iter().enumerate() {
-            keys[i * TILE + first + j] = x;
+            keys[i * KEY_STRIDE + first + j] = x;
         }
     }
     keys

@@ -86,10 +86,11 @@ pub fn f32_to_f16(src: &[f32], dst: &mut [u16]) {
 
 multiversion! {
     /// Transposed q8_0 keys as f32: `quants` is `(dimension, position)` with
-    /// `TILE` positions a dimension, `scales` is `(block of 32 dimensions, position)`.
+    /// `TILE` positions a dimension, `scales` is `(block of 32 dimensions, position)`; `dst`
+    /// has a run of `KEY_STRIDE` a dimension.
     pub fn q8_0_columns_to_f32(scales: &[u16], quants: &[i8], dst: &mut [f32]) {
-        const TILE: usize = crate::engine::model::attention::TILE;
-        for (i, (q, d)) in quants.chunks_exact(TILE).zip(dst.chunks_exact_mut(TILE)).enumerate() {
+        use crate::engine::model::attention::{KEY_STRIDE, TILE};
+        for (i, (q, d)) in quants.chunks_exact(TILE).zip(dst.chunks_exact_mut(KEY_STRIDE)).enumerate() {
             let s = &scales[(i / 32) * TILE..][..TILE];
             for ((x, &v), &scale) in d.iter_mut().zip(q).zip(s) {
                 *x = f32::from(v) * f16_bits_to_f32(scale);

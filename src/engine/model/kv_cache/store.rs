@@ -8,7 +8,7 @@
 //! key; q8_0 keys keep one scale per 32 dimensions of each position.
 
 use super::convert;
-use crate::engine::model::attention::TILE;
+use crate::engine::model::attention::{KEY_STRIDE, TILE};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::str::FromStr;
@@ -211,24 +211,31 @@ impl KeyStore {
         }
     }
 
-    /// Tile `tile` of `head` as f32, `head_dim` runs of [`TILE`] positions (only the written
-    /// ones are meaningful): borrowed when stored as f32, else converted into `scratch`.
-    pub fn tile<'a>(&'a self, head: usize, tile: usize, scratch: &'a mut Vec<f32>) -> &'a [f32] {
-        let len = self.head_dim * TILE;
-        let start = self.tile_start(head, tile);
+    /// Tile `tile` of `head` as f32 in `scratch`: `head_dim` runs of [`TILE`] positions (only
+    /// the written ones are meaningful), [`KEY_STRIDE`] apart.
+    pub fn tile<'a>(&self, head: usize, tile: usize, scratch: &'a mut Vec<f32>) -> &'a [f32] {
+        let (d, start) = (self.head_dim, self.tile_start(head, tile));
+        let len = d * TILE;
+        scratch.resize(d * KEY_STRIDE, 0.0);
+        let runs = scratch
+            .chunks_exact_mut(KEY_STRIDE)
+            .map(|run| &mut run[..TILE]);
         match &self.data {
-            Data::F32(data) => &data[start..start + len],
+            Data::F32(data) => {
+                for (run, src) in runs.zip(data[start..start + len].chunks_exact(TILE)) {
+                    run.copy_from_slice(src);
+                }
+            }
             Data::F16(data) => {
-                scratch.resize(len, 0.0);
-                convert::f16_to_f32(&data[start..start + len], scratch);
-                scratch
+                for (run, src) in runs.zip(data[start..start + len].chunks_exact(TILE)) {
+                    convert::f16_to_f32(src, run);
+                }
             }
             Data::Q8_0 { scales, quants } => {
-                scratch.resize(len, 0.0);
                 let scales = &scales[start / Q8_BLOCK..(start + len) / Q8_BLOCK];
                 convert::q8_0_columns_to_f32(scales, &quants[start..start + len], scratch);
-                scratch
             }
         }
+        scratch
     }
 }
