@@ -147,12 +147,23 @@ multiversion! {
                 continue;
             }
             let row = &mut scores[r * TILE + c0..r * TILE + c1];
-            let max = vecmath::max_inline(row);
-            for s in row.iter_mut() {
-                *s = exp_inline(*s - max);
+            let max = row_max(row);
+            // The weights and their sum in one pass (the maximum by a tree: a chain of scalar
+            // maxima at the end of every row cost more than its exps). The sum adds exactly
+            // as `vecmath::sum_inline` does: lanes, a tree, then the tail in order.
+            let mut sum = [0f32; LANES];
+            let (chunks, tail) = row.as_chunks_mut::<LANES>();
+            for c in chunks {
+                for j in 0..LANES {
+                    c[j] = exp_inline(c[j] - max);
+                    sum[j] += c[j];
+                }
+            }
+            for x in tail.iter_mut() {
+                *x = exp_inline(*x - max);
             }
             m[r] = max;
-            l[r] = vecmath::sum_inline(row);
+            l[r] = tree(sum, |a, b| a + b) + tail.iter().sum::<f32>();
         }
     }
 }
@@ -295,6 +306,36 @@ fn weigh_block<const R: usize, const C: usize>(
     for r in 0..R {
         acc[r * d + c..][..C].copy_from_slice(&a[r]);
     }
+}
+
+/// The largest of `x` (NaN-free), by lanes then a tree.
+#[inline(always)]
+fn row_max(x: &[f32]) -> f32 {
+    let max = |a: f32, b: f32| if b > a { b } else { a };
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let (chunks, tail) = x.as_chunks::<LANES>();
+    for c in chunks {
+        for j in 0..LANES {
+            acc[j] = max(acc[j], c[j]);
+        }
+    }
+    for (j, &v) in tail.iter().enumerate() {
+        acc[j] = max(acc[j], v);
+    }
+    tree(acc, max)
+}
+
+/// `lanes` reduced pairwise by `f`: halves, then quarters, down to one.
+#[inline(always)]
+fn tree(mut lanes: [f32; LANES], f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut width = LANES / 2;
+    while width > 0 {
+        for j in 0..width {
+            lanes[j] = f(lanes[j], lanes[j + width]);
+        }
+        width /= 2;
+    }
+    lanes[0]
 }
 
 /// The first `N` values of `x`, as one value that lives in registers.
