@@ -10,7 +10,7 @@
 //! set.
 
 use super::attention::{KEY_STRIDE, TILE};
-use super::vecmath::{self, exp_inline, multiversion};
+use super::vecmath::{exp_inline, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
 pub(super) const LANES: usize = 16;
@@ -21,7 +21,8 @@ pub(super) const LANES: usize = 16;
 fn wide() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        vecmath::level() == vecmath::Level::Avx512
+        use super::vecmath::{level, Level};
+        level() == Level::Avx512
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
