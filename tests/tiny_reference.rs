@@ -247,7 +247,10 @@ fn llama_q4_0_matches_llama_cpp() {
 
 #[test]
 fn llama_q4_k_matches_llama_cpp() {
-    check("llama_q4_k.json", false, 5e-2);
+    // llama.cpp quantizes the k-quants' activations with one step per 256 (ggml's Q8_K),
+    // taper with one per 32: here llama.cpp's logits are 0.060 from exact arithmetic
+    // (`TAPER_KERNELS=exact` against them) and taper's kernels 0.056 from llama.cpp's.
+    check("llama_q4_k.json", false, 7e-2);
 }
 
 #[test]
