@@ -175,7 +175,22 @@ impl Decoder {
     }
 
     /// The forward pass: `all_logits` (one step only) gives every row's logits.
+    ///
+    /// The pass runs on one of the compute pool's own threads. Called from outside the pool,
+    /// each of a pass's few hundred parallel steps (matmuls, attention) would be handed in
+    /// from the outside and the caller put to sleep until it was done: two thread wake-ups
+    /// per step, a third of a decode step's time on SmolLM2. From inside, the thread running
+    /// the pass takes its share of every step and the others steal theirs, and the caller
+    /// waits once per pass.
     fn pass(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
+        if rayon::current_thread_index().is_some() {
+            return self.pass_in_pool(steps, all_logits);
+        }
+        // `join` from outside the pool runs both closures on pool threads.
+        rayon::join(|| self.pass_in_pool(steps, all_logits), || ()).0
+    }
+
+    fn pass_in_pool(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
         let mut tokens = Vec::new();
         for step in steps.iter() {
             if step.tokens.is_empty() {

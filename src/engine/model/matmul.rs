@@ -134,9 +134,9 @@ pub(super) fn matmul<A: Sync>(
     if threads > 1 && total * col_macs >= 2 * MIN_TASK_MACS && tasks.len() > 1 {
         // One chunk per task (no sequential runs of chunks): a worker descheduled by a busy
         // neighbour holds up at most one chunk while the others take the rest. Idle rayon
-        // workers go to sleep instead of spinning. (Letting the calling thread claim chunks
-        // too was tried: better with a busy neighbour, 15% slower decode when quiet, as the
-        // caller and both pool workers then compete for two cores.)
+        // workers go to sleep instead of spinning. A model's pass runs on a pool thread
+        // (`Decoder::pass`), so the caller is one of the workers: as many threads compete
+        // for the cores as the pool has.
         tasks.into_par_iter().with_max_len(1).for_each(work);
     } else {
         tasks.into_iter().for_each(work);
