@@ -88,21 +88,59 @@ pub const MAX_MULT: i16 = 16;
 
 /// Symmetric 8-bit quantization of `x` (`amax / 127` per block, rounding ties to even as
 /// ggml's x86 code does); returns the unrounded scale.
+///
+/// Written in lanes of plain compares (not `f32::max`/`clamp`, whose NaN rules LLVM does not
+/// vectorise): compiled as scalar code this was 9% of a SmolLM2 prefill. For the finite
+/// inputs a model produces the results are those of `max`/`clamp`.
 #[inline(always)]
 fn quantize_block(x: &[f32; QK], qs: &mut [i8; QK]) -> f32 {
-    let mut amax = [0f32; 8];
-    for c in x.as_chunks::<8>().0 {
-        for l in 0..8 {
-            amax[l] = amax[l].max(c[l].abs());
+    let mut amax = [0f32; 16];
+    for c in x.as_chunks::<16>().0 {
+        for l in 0..16 {
+            let a = c[l].abs();
+            amax[l] = if a > amax[l] { a } else { amax[l] };
         }
     }
-    let amax = amax.iter().fold(0f32, |m, &v| m.max(v));
+    let amax = max_of_lanes(&amax);
     let d = amax / 127.0;
     let id = if d > 0.0 { 1.0 / d } else { 0.0 };
     for (q, &v) in qs.iter_mut().zip(x) {
-        *q = vecmath::round_inline(v * id).clamp(-127.0, 127.0) as i8;
+        *q = clamp_to_i8(vecmath::round_inline(v * id));
     }
     d
+}
+
+/// The largest of 16 non-negative lanes, by a tree.
+#[inline(always)]
+fn max_of_lanes(m: &[f32; 16]) -> f32 {
+    let pick = |a: f32, b: f32| if a > b { a } else { b };
+    let m8: [f32; 8] = std::array::from_fn(|l| pick(m[l], m[l + 8]));
+    let m4: [f32; 4] = std::array::from_fn(|l| pick(m8[l], m8[l + 4]));
+    pick(pick(m4[0], m4[2]), pick(m4[1], m4[3]))
+}
+
+/// `Σ qs`, in 16 lanes (vectorised; a plain iterator sum stays scalar).
+#[inline(always)]
+fn sum_quants(qs: &[i8; QK]) -> i32 {
+    let mut acc = [0i32; 16];
+    for c in qs.as_chunks::<16>().0 {
+        for l in 0..16 {
+            acc[l] += i32::from(c[l]);
+        }
+    }
+    acc.iter().sum()
+}
+
+/// A whole-valued `v` clamped to ±127, as an i8 (NaN gives 0, as `as` does).
+#[inline(always)]
+fn clamp_to_i8(v: f32) -> i8 {
+    let v = if v > 127.0 { 127.0 } else { v };
+    let v = if v < -127.0 { -127.0 } else { v };
+    #[allow(clippy::eq_op)] // NaN is the one value unequal to itself.
+    let v = if v == v { v } else { 0.0 };
+    // SAFETY: `v` is finite and within ±127 here, so it fits an i32 (`as` would add the
+    // saturating checks that keep this loop scalar).
+    unsafe { v.to_int_unchecked::<i32>() as i8 }
 }
 
 vecmath::multiversion! {
@@ -112,7 +150,7 @@ vecmath::multiversion! {
         assert_eq!(x.len(), out.len() * QK, "quantize_q8: length mismatch");
         for (xb, b) in x.as_chunks::<QK>().0.iter().zip(out.iter_mut()) {
             let d = quantize_block(xb, &mut b.qs);
-            let sum: i32 = b.qs.iter().map(|&q| q as i32).sum();
+            let sum = sum_quants(&b.qs);
             b.d = round_to_f16(d);
             b.s = round_to_f16(d * sum as f32);
         }
@@ -128,9 +166,16 @@ vecmath::multiversion! {
         assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
         for (xb, b) in x.as_chunks::<QK_K>().0.iter().zip(out.iter_mut()) {
             let sub_amax: [f32; QK_K / 32] = std::array::from_fn(|j| {
-                xb[32 * j..32 * j + 32].iter().fold(0f32, |m, v| m.max(v.abs()))
+                let mut m = [0f32; 16];
+                for c in xb[32 * j..32 * j + 32].as_chunks::<16>().0 {
+                    for l in 0..16 {
+                        let a = c[l].abs();
+                        m[l] = if a > m[l] { a } else { m[l] };
+                    }
+                }
+                max_of_lanes(&m)
             });
-            let amax = sub_amax.iter().fold(0f32, |m, &v| m.max(v));
+            let amax = sub_amax.iter().fold(0f32, |m, &v| if v > m { v } else { m });
             if amax == 0.0 {
                 *b = Q8KBlock::default();
                 continue;
@@ -143,7 +188,7 @@ vecmath::multiversion! {
                 let mult = (sub / amax * MAX_MULT as f32).ceil().clamp(1.0, MAX_MULT as f32);
                 let inv = 1.0 / (step * mult);
                 for (q, &v) in b.qs[32 * j..32 * j + 32].iter_mut().zip(chunk) {
-                    *q = vecmath::round_inline(v * inv).clamp(-127.0, 127.0) as i8;
+                    *q = clamp_to_i8(vecmath::round_inline(v * inv));
                 }
                 b.set_mult(j, mult as i16);
             }

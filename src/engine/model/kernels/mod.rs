@@ -15,6 +15,8 @@
 //! prefills must give the same greedy tokens).
 
 mod activations;
+#[cfg(test)]
+mod activations_tests;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "aarch64")]
@@ -33,6 +35,8 @@ pub mod q5_0_x16;
 pub mod q8_0_x16;
 mod row_groups;
 pub mod scalar;
+#[cfg(test)]
+mod test_rng;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]

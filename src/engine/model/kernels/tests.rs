@@ -2,30 +2,8 @@
 //! included), 1 and 4 rows at a time; the AVX-512 VNNI k-quant kernels bit for bit against
 //! AVX2's; every NEON level bit for bit against the scalar kernels.
 
+use super::test_rng::Rng;
 use super::*;
-
-struct Rng(u64);
-
-impl Rng {
-    fn u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn f32(&mut self) -> f32 {
-        (self.u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    }
-    /// An f16 scale: random sign, magnitude 2⁻¹⁰..2, sometimes zero.
-    fn f16(&mut self) -> [u8; 2] {
-        let r = self.u64();
-        if r.is_multiple_of(17) {
-            return [0, 0];
-        }
-        let h = (((r >> 8) & 1) << 15) | ((5 + (r >> 9) % 12) << 10) | ((r >> 20) & 0x3FF);
-        (h as u16).to_le_bytes()
-    }
-}
 
 const KINDS: [WeightKind; 6] = [
     WeightKind::Q4_0,
