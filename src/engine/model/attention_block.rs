@@ -8,6 +8,12 @@
 //! sum is computed by the same operations in the same order as a row taken alone would be,
 //! so a row's result never depends on the rows beside it, the block sizes or the instruction
 //! set.
+//!
+//! Unlike [`super::vecmath`], the two products use fused multiply-adds: one instruction instead
+//! of two for most of attention's arithmetic, which is what bounds its speed. A fused
+//! multiply-add is exactly rounded by definition, so the paths still agree bit for bit: the
+//! instruction on AVX2 and AVX-512 (and NEON), and libm's correctly rounded `fmaf` on an x86
+//! baseline, slower but only taken by CPUs without AVX2 or with `TAPER_KERNELS=scalar`.
 
 use super::attention::{KEY_STRIDE, TILE};
 use super::vecmath::{exp_inline, multiversion};
@@ -100,7 +106,7 @@ fn score_groups<const D: usize, const R: usize, const G: usize>(
 }
 
 /// The scores of `R` rows and `G` groups from group `g`: `R·G` sums in registers, each
-/// `Σ_i q[i]·k[i]` added in dimension order from zero, then scaled.
+/// `Σ_i q[i]·k[i]` accumulated in dimension order from zero, then scaled.
 #[inline(always)]
 fn score_block<const D: usize, const R: usize, const G: usize>(
     q: &[f32],
@@ -121,7 +127,7 @@ fn score_block<const D: usize, const R: usize, const G: usize>(
             let qi = rows[r][i];
             for j in 0..G {
                 for l in 0..LANES {
-                    acc[r][j][l] += qi * k[j][l];
+                    acc[r][j][l] = qi.mul_add(k[j][l], acc[r][j][l]);
                 }
             }
         }
@@ -300,7 +306,7 @@ fn weigh_block<const R: usize, const C: usize>(
         for r in 0..R {
             let w = p[r * TILE + j];
             for x in 0..C {
-                a[r][x] += w * row[x];
+                a[r][x] = w.mul_add(row[x], a[r][x]);
             }
         }
     }
