@@ -19,6 +19,8 @@ mod activations;
 mod activations_tests;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx2_x16;
 #[cfg(target_arch = "aarch64")]
 pub mod neon;
 #[cfg(target_arch = "aarch64")]
@@ -279,9 +281,15 @@ pub fn dot_q8<const R: usize>(
     a: &[&[Q8Block]; R],
     out: &mut [[f32; R]],
 ) {
-    // No AVX2 kernels for the sixteen-row layouts: weights are repacked only where VNNI runs
-    // them, and the plain references compute them anywhere else.
+    // The sixteen-row layouts have VNNI and AVX2 kernels (weights are repacked only where
+    // those run); the plain references compute them anywhere else.
     match (kind, isa) {
+        #[cfg(target_arch = "x86_64")]
+        (WeightKind::Q5_0X16, Isa::Avx2(t)) => return avx2_x16::dot_q5_0_x16(t, w, a, out),
+        #[cfg(target_arch = "x86_64")]
+        (WeightKind::Q4_1X16, Isa::Avx2(t)) => return avx2_x16::dot_q4_1_x16(t, w, a, out),
+        #[cfg(target_arch = "x86_64")]
+        (WeightKind::Q8_0X16, Isa::Avx2(t)) => return avx2_x16::dot_q8_0_x16(t, w, a, out),
         #[cfg(target_arch = "x86_64")]
         (WeightKind::Q5_0X16, Isa::Vnni(t)) => return vnni_q5_0_x16::dot_q5_0_x16(t, w, a, out),
         #[cfg(target_arch = "x86_64")]

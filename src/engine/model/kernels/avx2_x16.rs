@@ -1,0 +1,267 @@
+//! AVX2 kernels for the sixteen-row layouts of the 32-element formats ([`super::q4_1_x16`],
+//! [`super::q5_0_x16`], [`super::q8_0_x16`]): the layouts AVX-512 VNNI runs, in two 256-bit
+//! halves of eight rows each, four activation bytes broadcast per `vpmaddubsw`.
+//!
+//! In ggml's layout every weight row needs its own unpacking, horizontal sum and float
+//! multiply-add per block; here one unpacking, one conversion and one multiply-add serve eight
+//! rows, so a block of sixteen rows costs about half the operations.
+//!
+//! The integer sums are exact (Q4_1's and Q5_0's pairs stay far below `i16`'s limit; Q8_0's
+//! biased quants are taken back to signed ones first, so `|q| ≤ 128` pairs reach at most
+//! 32,512), and the float steps are the plain references' in their order, so the results are
+//! bit-identical to them and to the VNNI kernels. Soundness as in [`super::avx2`]: every
+//! `#[target_feature]` function runs only behind an [`Avx2`] token, after the lengths are
+//! checked, and every load goes through fixed-size arrays.
+
+use super::avx2::{arr, load16, load32, Avx2};
+use super::prefetch::prefetch_ahead;
+use super::row_groups::{self, each_group, GROUP};
+use super::{q4_1_x16, q5_0_x16, q8_0_x16, Q8Block};
+use core::arch::x86_64::*;
+
+/// Rows in one 256-bit half of a group.
+const HALF: usize = GROUP / 2;
+
+/// `Q4_1×16` weights × Q8_1 activations: `out[c][r]` = row `c` · `a[r]`.
+pub fn dot_q4_1_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+    use q4_1_x16::{BLOCK_BYTES, D, M, QS};
+    let nb = row_groups::check(w, a, out.len(), BLOCK_BYTES);
+    groups(t, w, nb, out, |block: &[u8; BLOCK_BYTES], b, acc| {
+        // SAFETY: `groups` runs this with the features `q4_1_block` is compiled for (the
+        // `Avx2` token proves them), after checking the lengths.
+        unsafe { q4_1_block(block, D, M, QS, b, a, acc) }
+    })
+}
+
+/// `Q5_0×16` weights × Q8_0 activations.
+pub fn dot_q5_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+    use q5_0_x16::{BLOCK_BYTES, D, HIGH, LOW};
+    let offsets = q5_0_x16::offsets(a, q5_0_x16::check(w, a, out.len()));
+    groups(
+        t,
+        w,
+        offsets.len(),
+        out,
+        |block: &[u8; BLOCK_BYTES], b, acc| {
+            // SAFETY: as in `dot_q4_1_x16`.
+            unsafe { q5_0_block(block, D, LOW, HIGH, b, a, &offsets[b], acc) }
+        },
+    )
+}
+
+/// `Q8_0×16` weights × Q8_0 activations.
+pub fn dot_q8_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+    use q8_0_x16::{BLOCK_BYTES, D, QS};
+    let nb = q8_0_x16::check(w, a, out.len());
+    groups(t, w, nb, out, |block: &[u8; BLOCK_BYTES], b, acc| {
+        // SAFETY: as in `dot_q4_1_x16`.
+        unsafe { q8_0_block(block, D, QS, b, a, acc) }
+    })
+}
+
+/// Per activation row, the two halves' float sums (lane `i` of half `h`: row `8h + i`).
+type Acc<const R: usize> = [[__m256; 2]; R];
+
+/// For each group of rows and each of its `nb` blocks of `B` bytes runs `block(bytes, b,
+/// acc)`, then writes the sums to `out` (lengths checked by the caller).
+fn groups<const R: usize, const B: usize>(
+    _: Avx2,
+    w: &[u8],
+    nb: usize,
+    out: &mut [[f32; R]],
+    block: impl FnMut(&[u8; B], usize, &mut Acc<R>),
+) {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn each<const R: usize, const B: usize>(
+        w: &[u8],
+        nb: usize,
+        out: &mut [[f32; R]],
+        mut block: impl FnMut(&[u8; B], usize, &mut Acc<R>),
+    ) {
+        each_group(out, |g, lanes| {
+            let mut acc = [[_mm256_setzero_ps(); 2]; R];
+            for b in 0..nb {
+                let at = (g * nb + b) * B;
+                if R == 1 {
+                    // Decode streams the weights once from memory (see `prefetch_ahead`).
+                    prefetch_ahead(w, at, B);
+                }
+                block(arr(w, at), b, &mut acc);
+            }
+            for (lane, halves) in lanes.iter_mut().zip(acc) {
+                for (h, sum) in halves.into_iter().enumerate() {
+                    let dst: &mut [f32; HALF] = (&mut lane[HALF * h..HALF * (h + 1)])
+                        .try_into()
+                        .expect("a half is eight lanes");
+                    // SAFETY: `dst` is 8 writable f32; storeu has no alignment requirement.
+                    unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), sum) };
+                }
+            }
+        });
+    }
+    // SAFETY: the `Avx2` token proves the CPU has the features `each` is compiled for.
+    unsafe { each(w, nb, out, block) }
+}
+
+/// The eight f16 values at `at` (one half's rows) as f32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn f16x8(block: &[u8], at: usize) -> __m256 {
+    _mm256_cvtph_ps(load16(arr(block, at)))
+}
+
+/// The four activation bytes `y[4g..4g + 4]` in every 32-bit lane.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn broadcast4(y: &[i8; 32], g: usize) -> __m256i {
+    let four: &[i8; 4] = arr(y, 4 * g);
+    _mm256_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)))
+}
+
+/// `start + Σ_g q[g] · y[4g..4g + 4]` per 32-bit lane, for unsigned quants small enough that
+/// two `vpmaddubsw` results add in 16 bits (at most 31 · 127 · 4 < 2¹⁵).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn dot_small(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) -> __m256i {
+    let ones = _mm256_set1_epi16(1);
+    let mut sum = start;
+    for g in (0..8).step_by(2) {
+        let pairs = _mm256_add_epi16(
+            _mm256_maddubs_epi16(q[g], y[g]),
+            _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
+        );
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(ones, pairs));
+    }
+    sum
+}
+
+/// One half's quants `q` (scales `d`) against every activation row: `acc[r] += (Σ q·y +
+/// offset[r]) · d · d_a`, plus `m · s_a` when the format has mins.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn add_half<const R: usize>(
+    h: usize,
+    d: __m256,
+    m: Option<__m256>,
+    q: &[__m256i; 8],
+    b: usize,
+    a: &[&[Q8Block]; R],
+    offset: &[i32; R],
+    acc: &mut Acc<R>,
+) {
+    for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
+        let ab = &ar[b];
+        let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(&ab.qs, g));
+        let isum = _mm256_cvtepi32_ps(dot_small(q, &y, _mm256_set1_epi32(start)));
+        acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
+        if let Some(m) = m {
+            acc[h] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.s), acc[h]);
+        }
+    }
+}
+
+/// Quant bytes `at + 64 g ..` of half `h` (32 bytes: rows `8h..8h + 8`, four bytes each).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn half_bytes(block: &[u8], at: usize, h: usize) -> __m256i {
+    load32::<u8>(arr(block, at + 32 * h))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4_1_block<const R: usize, const B: usize>(
+    block: &[u8; B],
+    d_at: usize,
+    m_at: usize,
+    qs: usize,
+    b: usize,
+    a: &[&[Q8Block]; R],
+    acc: &mut Acc<R>,
+) {
+    let m4 = _mm256_set1_epi8(0xF);
+    for h in 0..2 {
+        let (d, m) = (f16x8(block, d_at + 16 * h), f16x8(block, m_at + 16 * h));
+        let packed: [__m256i; 4] = std::array::from_fn(|k| half_bytes(block, qs + 64 * k, h));
+        // Quants 4g.. of each row: the low nibbles of `packed[g]` for g < 4, then the high ones.
+        let q: [__m256i; 8] = std::array::from_fn(|g| {
+            let p = packed[g % 4];
+            _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4)
+        });
+        add_half(h, d, Some(m), &q, b, a, &[0; R], acc);
+    }
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn q5_0_block<const R: usize, const B: usize>(
+    block: &[u8; B],
+    d_at: usize,
+    low: usize,
+    high: usize,
+    b: usize,
+    a: &[&[Q8Block]; R],
+    offset: &[i32; R],
+    acc: &mut Acc<R>,
+) {
+    let m4 = _mm256_set1_epi8(0xF);
+    let bit4 = _mm256_set1_epi8(0x10);
+    for h in 0..2 {
+        let d = f16x8(block, d_at + 16 * h);
+        let packed: [__m256i; 4] = std::array::from_fn(|k| half_bytes(block, low + 64 * k, h));
+        let hi = half_bytes(block, high, h);
+        // As the VNNI kernel: the nibbles, and bit g of `hi`'s bytes moved to bit 4.
+        let q: [__m256i; 8] = std::array::from_fn(|g| {
+            let p = packed[g % 4];
+            let nib = _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4);
+            let fifth = match g {
+                0 => _mm256_slli_epi16(hi, 4),
+                1 => _mm256_slli_epi16(hi, 3),
+                2 => _mm256_slli_epi16(hi, 2),
+                3 => _mm256_slli_epi16(hi, 1),
+                4 => hi,
+                5 => _mm256_srli_epi16(hi, 1),
+                6 => _mm256_srli_epi16(hi, 2),
+                _ => _mm256_srli_epi16(hi, 3),
+            };
+            _mm256_or_si256(nib, _mm256_and_si256(fifth, bit4))
+        });
+        add_half(h, d, None, &q, b, a, offset, acc);
+    }
+}
+
+/// Q8_0's quants are stored `q + 128`; taken back to signed, `|q| · sign(y, q)` pairs fit
+/// `vpmaddubsw` (at most 2 · 128 · 127), so the sums need no bias offset.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q8_0_block<const R: usize, const B: usize>(
+    block: &[u8; B],
+    d_at: usize,
+    qs: usize,
+    b: usize,
+    a: &[&[Q8Block]; R],
+    acc: &mut Acc<R>,
+) {
+    let ones = _mm256_set1_epi16(1);
+    let flip = _mm256_set1_epi8(-128);
+    for h in 0..2 {
+        let d = f16x8(block, d_at + 16 * h);
+        let s: [__m256i; 8] =
+            std::array::from_fn(|g| _mm256_xor_si256(half_bytes(block, qs + 64 * g, h), flip));
+        let abs: [__m256i; 8] = std::array::from_fn(|g| _mm256_sign_epi8(s[g], s[g]));
+        for (ar, acc) in a.iter().zip(acc.iter_mut()) {
+            let ab = &ar[b];
+            let mut sum = _mm256_setzero_si256();
+            for g in 0..8 {
+                let y = _mm256_sign_epi8(broadcast4(&ab.qs, g), s[g]);
+                sum = _mm256_add_epi32(
+                    sum,
+                    _mm256_madd_epi16(ones, _mm256_maddubs_epi16(abs[g], y)),
+                );
+            }
+            let isum = _mm256_cvtepi32_ps(sum);
+            acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
+        }
+    }
+}
