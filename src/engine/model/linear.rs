@@ -7,7 +7,7 @@
 //! split over rayon's global pool, whose idle workers sleep.
 //!
 //! On AVX-512 VNNI, Q4_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a time when the
-//! layer is built ([`kernels::q4k_x16`] and its siblings), and on AVX2 the last three: their
+//! layer is built ([`kernels::q4k_x16`] and its siblings), on AVX2 as well: their
 //! kernels then share every unpacked weight and float step across sixteen (AVX2: eight) rows.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
@@ -86,8 +86,8 @@ fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
 const REPACK_SLICE_ROWS: usize = 4096;
 
 /// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
-/// Q4_K, Q5_0, Q4_1 and Q8_0 where AVX-512 VNNI runs the kernels, the last three where AVX2
-/// does. `done(bytes)` is told each
+/// Q4_K, Q5_0, Q4_1 and Q8_0 where AVX-512 VNNI or AVX2 runs the kernels. `done(bytes)` is
+/// told each
 /// range of `w` that has been copied.
 fn repacked(
     w: &[u8],
@@ -107,9 +107,8 @@ fn repacked(
     #[cfg(not(target_arch = "x86_64"))]
     let (vnni, avx2) = (false, false);
     type Repack = fn(&[u8], usize, &mut [u8]);
-    // AVX2 has kernels for the 32-element layouts; Q4_K keeps ggml's layout there.
     let (repack, packed_kind): (Repack, WeightKind) = match kind {
-        WeightKind::Q4K if vnni => (kernels::q4k_x16::repack_into, WeightKind::Q4KX16),
+        WeightKind::Q4K if vnni || avx2 => (kernels::q4k_x16::repack_into, WeightKind::Q4KX16),
         WeightKind::Q5_0 if vnni || avx2 => (kernels::q5_0_x16::repack_into, WeightKind::Q5_0X16),
         WeightKind::Q4_1 if vnni || avx2 => (kernels::q4_1_x16::repack_into, WeightKind::Q4_1X16),
         WeightKind::Q8_0 if vnni || avx2 => (kernels::q8_0_x16::repack_into, WeightKind::Q8_0X16),

@@ -1,12 +1,12 @@
-//! AVX2 kernels for the sixteen-row layouts of the 32-element formats ([`super::q4_1_x16`],
-//! [`super::q5_0_x16`], [`super::q8_0_x16`]): the layouts AVX-512 VNNI runs, in two 256-bit
+//! AVX2 kernels for the sixteen-row layouts ([`super::q4_1_x16`], [`super::q5_0_x16`],
+//! [`super::q8_0_x16`], [`super::q4k_x16`]): the layouts AVX-512 VNNI runs, in two 256-bit
 //! halves of eight rows each, four activation bytes broadcast per `vpmaddubsw`.
 //!
 //! In ggml's layout every weight row needs its own unpacking, horizontal sum and float
 //! multiply-add per block; here one unpacking, one conversion and one multiply-add serve eight
 //! rows, so a block of sixteen rows costs about half the operations.
 //!
-//! The integer sums are exact (Q4_1's and Q5_0's pairs stay far below `i16`'s limit; Q8_0's
+//! The integer sums are exact (Q4_1's, Q4_K's and Q5_0's pairs stay far below `i16`'s limit; Q8_0's
 //! biased quants are taken back to signed ones first, so `|q| ≤ 128` pairs reach at most
 //! 32,512), and the float steps are the plain references' in their order, so the results are
 //! bit-identical to them and to the VNNI kernels. Soundness as in [`super::avx2`]: every
@@ -16,7 +16,7 @@
 use super::avx2::{arr, load16, load32, Avx2};
 use super::prefetch::prefetch_ahead;
 use super::row_groups::{self, each_group, GROUP};
-use super::{q4_1_x16, q5_0_x16, q8_0_x16, Q8Block};
+use super::{q4_1_x16, q4k_x16, q5_0_x16, q8_0_x16, Q8Block, Q8KBlock};
 use core::arch::x86_64::*;
 
 /// Rows in one 256-bit half of a group.
@@ -57,6 +57,21 @@ pub fn dot_q8_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out:
         // SAFETY: as in `dot_q4_1_x16`.
         unsafe { q8_0_block(block, D, QS, b, a, acc) }
     })
+}
+
+/// `Q4_K×16` weights × [`Q8KBlock`] activations.
+pub fn dot_q4k_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
+    let nb = row_groups::check(w, a, out.len(), q4k_x16::BLOCK_BYTES);
+    groups(
+        t,
+        w,
+        nb,
+        out,
+        |block: &[u8; q4k_x16::BLOCK_BYTES], b, acc| {
+            // SAFETY: as in `dot_q4_1_x16`.
+            unsafe { q4k_block(block, b, a, acc) }
+        },
+    )
 }
 
 /// Per activation row, the two halves' float sums (lane `i` of half `h`: row `8h + i`).
@@ -262,6 +277,57 @@ fn q8_0_block<const R: usize, const B: usize>(
             }
             let isum = _mm256_cvtepi32_ps(sum);
             acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
+        }
+    }
+}
+
+/// Eight bytes at `at` (one half's rows) as f32.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn u8x8(block: &[u8], at: usize) -> __m256 {
+    let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, at)));
+    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))
+}
+
+/// As the VNNI kernel, per half: each sub-block's integer sums times the activations' step
+/// multiplier, times the weights' scale, less their min times the sub-block's sum, then the
+/// super-block's sum times the activations' base step.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4k_block<const R: usize, const B: usize>(
+    block: &[u8; B],
+    b: usize,
+    a: &[&[Q8KBlock]; R],
+    acc: &mut Acc<R>,
+) {
+    use q4k_x16::{D, DMIN, MINS, QS, SCALES};
+    let m4 = _mm256_set1_epi8(0xF);
+    for h in 0..2 {
+        let d = f16x8(block, D + 16 * h);
+        let dmin = f16x8(block, DMIN + 16 * h);
+        let mut sum = [_mm256_setzero_ps(); R];
+        for s in 0..8 {
+            let scale = _mm256_mul_ps(u8x8(block, SCALES + 16 * s + 8 * h), d);
+            let min = _mm256_mul_ps(u8x8(block, MINS + 16 * s + 8 * h), dmin);
+            let packed: [__m256i; 4] =
+                std::array::from_fn(|k| half_bytes(block, QS + 256 * s + 64 * k, h));
+            let q: [__m256i; 8] = std::array::from_fn(|g| {
+                let p = packed[g % 4];
+                _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4)
+            });
+            for (ar, sum) in a.iter().zip(sum.iter_mut()) {
+                let ab = &ar[b];
+                let ys = arr(&ab.qs, 32 * s);
+                let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(ys, g));
+                let isum = _mm256_cvtepi32_ps(dot_small(&q, &y, _mm256_setzero_si256()));
+                // Exact, as in the reference: |isum · mult| < 2²⁴.
+                let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
+                *sum = _mm256_fmadd_ps(isum, scale, *sum);
+                *sum = _mm256_fnmadd_ps(min, _mm256_set1_ps(ab.sums_f32[s]), *sum);
+            }
+        }
+        for ((ar, acc), sum) in a.iter().zip(acc.iter_mut()).zip(sum) {
+            acc[h] = _mm256_fmadd_ps(sum, _mm256_set1_ps(ar[b].d), acc[h]);
         }
     }
 }

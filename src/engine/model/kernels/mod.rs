@@ -359,10 +359,11 @@ pub fn dot_q8k<const R: usize>(
     out: &mut [[f32; R]],
 ) {
     if kind == WeightKind::Q4KX16 {
-        // No AVX2 kernel for this layout: weights are repacked only where VNNI runs them.
         #[cfg(target_arch = "x86_64")]
-        if let Isa::Vnni(t) = isa {
-            return vnni_q4k_x16::dot_q4k_x16(t, w, a, out);
+        match isa {
+            Isa::Vnni(t) => return vnni_q4k_x16::dot_q4k_x16(t, w, a, out),
+            Isa::Avx2(t) => return avx2_x16::dot_q4k_x16(t, w, a, out),
+            Isa::Scalar => {}
         }
         return q4k_x16::dot(w, a, out);
     }
