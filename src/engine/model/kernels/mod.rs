@@ -1,7 +1,7 @@
 //! Quantized dot-product kernels for [`super::linear::QLinear`].
 //!
 //! Weights stay in ggml's block layouts, read from the raw bytes of the tensor (except Q4_K,
-//! Q5_0, Q4_1 and Q8_0 on AVX-512 VNNI, repacked sixteen rows at a time at load:
+//! Q5_0, Q4_1 and Q8_0 on AVX-512 VNNI and AVX2, repacked sixteen rows at a time at load:
 //! [`q4k_x16`], [`q5_0_x16`], [`q4_1_x16`], [`q8_0_x16`]); activations are
 //! quantized per row to 8-bit blocks: like ggml does for the 32-element formats (Q8_0/Q8_1),
 //! and for the 256-element k-quants in super-blocks like ggml's Q8_K but with a step per 32

@@ -1,4 +1,4 @@
-//! Q4_1 weights repacked sixteen rows at a time ("Q4_1×16"), for AVX-512 VNNI, as
+//! Q4_1 weights repacked sixteen rows at a time ("Q4_1×16"), for AVX-512 VNNI and AVX2, as
 //! [`super::q5_0_x16`] is for Q5_0: SmolLM2's format. Exactly as large as ggml's layout.
 //!
 //! One group's block ([`BLOCK_BYTES`] bytes):

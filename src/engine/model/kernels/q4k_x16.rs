@@ -1,4 +1,4 @@
-//! Q4_K weights repacked sixteen rows at a time ("Q4_K×16"), for prefill on AVX-512 VNNI.
+//! Q4_K weights repacked sixteen rows at a time ("Q4_K×16"), for AVX-512 VNNI and AVX2.
 //!
 //! In ggml's layout each row's super-block is self-contained, so a kernel finishes every
 //! (weight row, activation row) pair with a horizontal reduction and its own float tail; that

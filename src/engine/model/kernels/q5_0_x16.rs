@@ -1,4 +1,4 @@
-//! Q5_0 weights repacked sixteen rows at a time ("Q5_0×16"), for AVX-512 VNNI: the same idea
+//! Q5_0 weights repacked sixteen rows at a time ("Q5_0×16"), for AVX-512 VNNI and AVX2: the same idea
 //! as [`super::q4k_x16`] (lane `i` of every vector is row `i` of a group of sixteen, one
 //! `vpdpbusd` against four broadcast activation bytes advances sixteen rows), for the format
 //! of most of Gemma 3's layers. The layout is exactly as large as ggml's.

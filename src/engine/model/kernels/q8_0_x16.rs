@@ -1,4 +1,4 @@
-//! Q8_0 weights repacked sixteen rows at a time ("Q8_0×16"), for AVX-512 VNNI: the layout of
+//! Q8_0 weights repacked sixteen rows at a time ("Q8_0×16"), for AVX-512 VNNI and AVX2: the layout of
 //! [`super::q5_0_x16`] for the format of Gemma 3's output head (its 262,144 rows are most of
 //! a perplexity run and of a decode step). Exactly as large as ggml's layout.
 //!

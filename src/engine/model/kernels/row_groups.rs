@@ -70,7 +70,7 @@ pub(super) fn check<A, const R: usize>(
 
 /// Runs `group(g, lanes)` for each group of the `out.len()` rows and writes `lanes[r][i]`
 /// (row `i` of the group against activation row `r`) to `out[16 g + i][r]`. Only the VNNI
-/// kernels hand lanes out (elsewhere the plain references run the layouts).
+/// and AVX2 kernels hand lanes out (elsewhere the plain references run the layouts).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn each_group<const R: usize>(
