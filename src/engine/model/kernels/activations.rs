@@ -94,20 +94,25 @@ pub const MAX_MULT: i16 = 16;
 /// inputs a model produces the results are those of `max`/`clamp`.
 #[inline(always)]
 fn quantize_block(x: &[f32; QK], qs: &mut [i8; QK]) -> f32 {
-    let mut amax = [0f32; 16];
-    for c in x.as_chunks::<16>().0 {
-        for l in 0..16 {
-            let a = c[l].abs();
-            amax[l] = if a > amax[l] { a } else { amax[l] };
-        }
-    }
-    let amax = max_of_lanes(&amax);
-    let d = amax / 127.0;
+    let d = abs_max32(x) / 127.0;
     let id = if d > 0.0 { 1.0 / d } else { 0.0 };
     for (q, &v) in qs.iter_mut().zip(x) {
         *q = clamp_to_i8(vecmath::round_inline(v * id));
     }
     d
+}
+
+/// The largest magnitude of 32 values: in 16 lanes, then by a tree.
+#[inline(always)]
+fn abs_max32(x: &[f32; 32]) -> f32 {
+    let mut m = [0f32; 16];
+    for c in x.as_chunks::<16>().0 {
+        for l in 0..16 {
+            let a = c[l].abs();
+            m[l] = if a > m[l] { a } else { m[l] };
+        }
+    }
+    max_of_lanes(&m)
 }
 
 /// The largest of 16 non-negative lanes, by a tree.
@@ -165,23 +170,15 @@ vecmath::multiversion! {
     pub fn quantize_q8k(x: &[f32], out: &mut [Q8KBlock]) {
         assert_eq!(x.len(), out.len() * QK_K, "quantize_q8k: length mismatch");
         for (xb, b) in x.as_chunks::<QK_K>().0.iter().zip(out.iter_mut()) {
-            let sub_amax: [f32; QK_K / 32] = std::array::from_fn(|j| {
-                let mut m = [0f32; 16];
-                for c in xb[32 * j..32 * j + 32].as_chunks::<16>().0 {
-                    for l in 0..16 {
-                        let a = c[l].abs();
-                        m[l] = if a > m[l] { a } else { m[l] };
-                    }
-                }
-                max_of_lanes(&m)
-            });
+            let subs = xb.as_chunks::<32>().0;
+            let sub_amax: [f32; QK_K / 32] = std::array::from_fn(|j| abs_max32(&subs[j]));
             let amax = sub_amax.iter().fold(0f32, |m, &v| if v > m { v } else { m });
             if amax == 0.0 {
                 *b = Q8KBlock::default();
                 continue;
             }
             let step = amax / (127.0 * MAX_MULT as f32);
-            for (j, (&sub, chunk)) in sub_amax.iter().zip(xb.as_chunks::<32>().0).enumerate() {
+            for (j, (&sub, chunk)) in sub_amax.iter().zip(subs).enumerate() {
                 // The ratio is at most 16 (exactly 16 for the largest sub-block); rounding up
                 // keeps every quant within ±127, and the clamp catches a ratio that rounded
                 // just past a whole number.

@@ -8,16 +8,7 @@ use super::*;
 /// Random rows with outliers, an all-zero block, and a block whose step is exactly 1 so that
 /// every other value is a tie (k + ½).
 fn rows(len: usize, rng: &mut Rng) -> Vec<f32> {
-    let mut x: Vec<f32> = (0..len)
-        .map(|_| {
-            let v = rng.f32();
-            if rng.u64().is_multiple_of(16) {
-                v * 50.0
-            } else {
-                v
-            }
-        })
-        .collect();
+    let mut x: Vec<f32> = (0..len).map(|_| rng.activation()).collect();
     x[..32].fill(0.0);
     for (i, v) in x[32..64].iter_mut().enumerate() {
         *v = if i == 0 {

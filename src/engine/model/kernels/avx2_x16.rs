@@ -24,18 +24,18 @@ const HALF: usize = GROUP / 2;
 
 /// `Q4_1×16` weights × Q8_1 activations: `out[c][r]` = row `c` · `a[r]`.
 pub fn dot_q4_1_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
-    use q4_1_x16::{BLOCK_BYTES, D, M, QS};
+    use q4_1_x16::BLOCK_BYTES;
     let nb = row_groups::check(w, a, out.len(), BLOCK_BYTES);
     groups(t, w, nb, out, |block: &[u8; BLOCK_BYTES], b, acc| {
         // SAFETY: `groups` runs this with the features `q4_1_block` is compiled for (the
         // `Avx2` token proves them), after checking the lengths.
-        unsafe { q4_1_block(block, D, M, QS, b, a, acc) }
+        unsafe { q4_1_block(block, b, a, acc) }
     })
 }
 
 /// `Q5_0×16` weights × Q8_0 activations.
 pub fn dot_q5_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
-    use q5_0_x16::{BLOCK_BYTES, D, HIGH, LOW};
+    use q5_0_x16::BLOCK_BYTES;
     let offsets = q5_0_x16::offsets(a, q5_0_x16::check(w, a, out.len()));
     groups(
         t,
@@ -44,19 +44,24 @@ pub fn dot_q5_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out:
         out,
         |block: &[u8; BLOCK_BYTES], b, acc| {
             // SAFETY: as in `dot_q4_1_x16`.
-            unsafe { q5_0_block(block, D, LOW, HIGH, b, a, &offsets[b], acc) }
+            unsafe { q5_0_block(block, b, a, &offsets[b], acc) }
         },
     )
 }
 
 /// `Q8_0×16` weights × Q8_0 activations.
 pub fn dot_q8_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
-    use q8_0_x16::{BLOCK_BYTES, D, QS};
     let nb = q8_0_x16::check(w, a, out.len());
-    groups(t, w, nb, out, |block: &[u8; BLOCK_BYTES], b, acc| {
-        // SAFETY: as in `dot_q4_1_x16`.
-        unsafe { q8_0_block(block, D, QS, b, a, acc) }
-    })
+    groups(
+        t,
+        w,
+        nb,
+        out,
+        |block: &[u8; q8_0_x16::BLOCK_BYTES], b, acc| {
+            // SAFETY: as in `dot_q4_1_x16`.
+            unsafe { q8_0_block(block, b, a, acc) }
+        },
+    )
 }
 
 /// `Q4_K×16` weights × [`Q8KBlock`] activations.
@@ -183,53 +188,52 @@ fn half_bytes(block: &[u8], at: usize, h: usize) -> __m256i {
     load32::<u8>(arr(block, at + 32 * h))
 }
 
+/// Quants `4g..` of each row of half `h`, g = 0..8, from the four 64-byte runs at `at + 64 k`:
+/// the low nibbles of run `g` for g < 4, then the high ones (the layouts' shared packing).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4_1_block<const R: usize, const B: usize>(
-    block: &[u8; B],
-    d_at: usize,
-    m_at: usize,
-    qs: usize,
+fn nibbles8(block: &[u8], at: usize, h: usize) -> [__m256i; 8] {
+    let m4 = _mm256_set1_epi8(0xF);
+    let packed: [__m256i; 4] = std::array::from_fn(|k| half_bytes(block, at + 64 * k, h));
+    std::array::from_fn(|g| {
+        let p = packed[g % 4];
+        _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4)
+    })
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q4_1_block<const R: usize>(
+    block: &[u8; q4_1_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
     acc: &mut Acc<R>,
 ) {
-    let m4 = _mm256_set1_epi8(0xF);
+    use q4_1_x16::{D, M, QS};
     for h in 0..2 {
-        let (d, m) = (f16x8(block, d_at + 16 * h), f16x8(block, m_at + 16 * h));
-        let packed: [__m256i; 4] = std::array::from_fn(|k| half_bytes(block, qs + 64 * k, h));
-        // Quants 4g.. of each row: the low nibbles of `packed[g]` for g < 4, then the high ones.
-        let q: [__m256i; 8] = std::array::from_fn(|g| {
-            let p = packed[g % 4];
-            _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4)
-        });
+        let (d, m) = (f16x8(block, D + 16 * h), f16x8(block, M + 16 * h));
+        let q = nibbles8(block, QS, h);
         add_half(h, d, Some(m), &q, b, a, &[0; R], acc);
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-#[allow(clippy::too_many_arguments)]
-fn q5_0_block<const R: usize, const B: usize>(
-    block: &[u8; B],
-    d_at: usize,
-    low: usize,
-    high: usize,
+fn q5_0_block<const R: usize>(
+    block: &[u8; q5_0_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
     offset: &[i32; R],
     acc: &mut Acc<R>,
 ) {
-    let m4 = _mm256_set1_epi8(0xF);
+    use q5_0_x16::{D, HIGH, LOW};
     let bit4 = _mm256_set1_epi8(0x10);
     for h in 0..2 {
-        let d = f16x8(block, d_at + 16 * h);
-        let packed: [__m256i; 4] = std::array::from_fn(|k| half_bytes(block, low + 64 * k, h));
-        let hi = half_bytes(block, high, h);
+        let d = f16x8(block, D + 16 * h);
+        let nib = nibbles8(block, LOW, h);
+        let hi = half_bytes(block, HIGH, h);
         // As the VNNI kernel: the nibbles, and bit g of `hi`'s bytes moved to bit 4.
         let q: [__m256i; 8] = std::array::from_fn(|g| {
-            let p = packed[g % 4];
-            let nib = _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4);
             let fifth = match g {
                 0 => _mm256_slli_epi16(hi, 4),
                 1 => _mm256_slli_epi16(hi, 3),
@@ -240,7 +244,7 @@ fn q5_0_block<const R: usize, const B: usize>(
                 6 => _mm256_srli_epi16(hi, 2),
                 _ => _mm256_srli_epi16(hi, 3),
             };
-            _mm256_or_si256(nib, _mm256_and_si256(fifth, bit4))
+            _mm256_or_si256(nib[g], _mm256_and_si256(fifth, bit4))
         });
         add_half(h, d, None, &q, b, a, offset, acc);
     }
@@ -250,20 +254,19 @@ fn q5_0_block<const R: usize, const B: usize>(
 /// `vpmaddubsw` (at most 2 · 128 · 127), so the sums need no bias offset.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q8_0_block<const R: usize, const B: usize>(
-    block: &[u8; B],
-    d_at: usize,
-    qs: usize,
+fn q8_0_block<const R: usize>(
+    block: &[u8; q8_0_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
     acc: &mut Acc<R>,
 ) {
+    use q8_0_x16::{D, QS};
     let ones = _mm256_set1_epi16(1);
     let flip = _mm256_set1_epi8(-128);
     for h in 0..2 {
-        let d = f16x8(block, d_at + 16 * h);
+        let d = f16x8(block, D + 16 * h);
         let s: [__m256i; 8] =
-            std::array::from_fn(|g| _mm256_xor_si256(half_bytes(block, qs + 64 * g, h), flip));
+            std::array::from_fn(|g| _mm256_xor_si256(half_bytes(block, QS + 64 * g, h), flip));
         let abs: [__m256i; 8] = std::array::from_fn(|g| _mm256_sign_epi8(s[g], s[g]));
         for (ar, acc) in a.iter().zip(acc.iter_mut()) {
             let ab = &ar[b];
@@ -294,14 +297,13 @@ fn u8x8(block: &[u8], at: usize) -> __m256 {
 /// super-block's sum times the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4k_block<const R: usize, const B: usize>(
-    block: &[u8; B],
+fn q4k_block<const R: usize>(
+    block: &[u8; q4k_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8KBlock]; R],
     acc: &mut Acc<R>,
 ) {
     use q4k_x16::{D, DMIN, MINS, QS, SCALES};
-    let m4 = _mm256_set1_epi8(0xF);
     for h in 0..2 {
         let d = f16x8(block, D + 16 * h);
         let dmin = f16x8(block, DMIN + 16 * h);
@@ -309,12 +311,7 @@ fn q4k_block<const R: usize, const B: usize>(
         for s in 0..8 {
             let scale = _mm256_mul_ps(u8x8(block, SCALES + 16 * s + 8 * h), d);
             let min = _mm256_mul_ps(u8x8(block, MINS + 16 * s + 8 * h), dmin);
-            let packed: [__m256i; 4] =
-                std::array::from_fn(|k| half_bytes(block, QS + 256 * s + 64 * k, h));
-            let q: [__m256i; 8] = std::array::from_fn(|g| {
-                let p = packed[g % 4];
-                _mm256_and_si256(if g < 4 { p } else { _mm256_srli_epi16(p, 4) }, m4)
-            });
+            let q = nibbles8(block, QS + 256 * s, h);
             for (ar, sum) in a.iter().zip(sum.iter_mut()) {
                 let ab = &ar[b];
                 let ys = arr(&ab.qs, 32 * s);

@@ -13,6 +13,16 @@ impl Rng {
     pub(super) fn f32(&mut self) -> f32 {
         (self.u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5
     }
+    /// An activation: uniform in [-0.5, 0.5), one in 16 scaled by 50 (the outliers of real
+    /// activations, which set a block's step).
+    pub(super) fn activation(&mut self) -> f32 {
+        let v = self.f32();
+        if self.u64().is_multiple_of(16) {
+            v * 50.0
+        } else {
+            v
+        }
+    }
     /// An f16 scale: random sign, magnitude 2⁻¹⁰..2, sometimes zero.
     pub(super) fn f16(&mut self) -> [u8; 2] {
         let r = self.u64();

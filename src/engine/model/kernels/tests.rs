@@ -41,14 +41,7 @@ fn weights(kind: WeightKind, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
 /// extreme quants (every one ±127 for Q8, -128 for Q8_K).
 fn activations(kind: WeightKind, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
     let x: Vec<f32> = (0..nb * kind.block_elems())
-        .map(|_| {
-            let v = rng.f32();
-            if rng.u64().is_multiple_of(16) {
-                v * 50.0
-            } else {
-                v
-            }
-        })
+        .map(|_| rng.activation())
         .collect();
     if kind.uses_q8k() {
         let mut a = vec![Q8KBlock::default(); nb];
