@@ -16,6 +16,7 @@ fn best() -> &'static str {
             "avx512vnni" => std::arch::is_x86_feature_detected!("avx512vnni"),
             "avx2" => std::arch::is_x86_feature_detected!("avx2"),
             "fma" => std::arch::is_x86_feature_detected!("fma"),
+            "avxvnni" => std::arch::is_x86_feature_detected!("avxvnni"),
             _ => std::arch::is_x86_feature_detected!("f16c"),
         };
         let avx2 = ["avx2", "fma", "f16c"].iter().all(|f| has(f));
@@ -27,7 +28,7 @@ fn best() -> &'static str {
             return "avx512-vnni";
         }
         if avx2 {
-            return "avx2";
+            return if has("avxvnni") { "avx-vnni" } else { "avx2" };
         }
     }
     #[cfg(target_arch = "aarch64")]
@@ -78,4 +79,14 @@ fn ask_names_the_kernel_path_and_a_forced_one_is_the_one_that_runs() {
         _ => "avx2",
     };
     assert_eq!(reported(Some("avx2")), avx2);
+    // The AVX-VNNI cap: no AVX-512, AVX-VNNI where the CPU has it.
+    #[cfg(target_arch = "x86_64")]
+    let avx_vnni = if avx2 == "avx2" && std::arch::is_x86_feature_detected!("avxvnni") {
+        "avx-vnni"
+    } else {
+        avx2
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx_vnni = avx2;
+    assert_eq!(reported(Some("avx-vnni")), avx_vnni);
 }

@@ -4,7 +4,7 @@
 //! table is billions of values), yet a forward pass reads one row per token: rows stay
 //! quantized in the map and only the ones looked up are dequantized.
 
-use super::kernels::{q8_0_x16, QK};
+use super::kernels::{packed::q8_0_x16, QK};
 use super::linear::QLinear;
 use super::weights::{qstorage, MappedBytes};
 use anyhow::{bail, Result};

@@ -7,7 +7,7 @@
 //! split over rayon's global pool, whose idle workers sleep.
 //!
 //! On AVX-512 VNNI, Q4_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a time when the
-//! layer is built ([`kernels::q4k_x16`] and its siblings), on AVX2 as well: their
+//! layer is built ([`kernels::packed`]), on AVX2 as well: their
 //! kernels then share every unpacked weight and float step across sixteen (AVX2: eight) rows.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
@@ -23,7 +23,7 @@
 //! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
 use super::kernel_path::{self, Forced};
-use super::kernels::{self, Isa, Q8Block, Q8KBlock, WeightKind};
+use super::kernels::{self, Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use super::matmul::{matmul, quantize_rows, Activations, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -40,7 +40,7 @@ pub struct QLinear {
 enum Imp {
     Native {
         weights: WeightBytes,
-        kind: WeightKind,
+        layout: Layout,
     },
     Candle(QMatMul),
 }
@@ -65,10 +65,11 @@ impl WeightBytes {
     }
 }
 
-/// Our kernel for `dtype`, if there is one and rows of `in_dim` split into its blocks.
-fn native_kind(dtype: GgmlDType, in_dim: usize) -> Option<WeightKind> {
-    WeightKind::from_dtype(dtype)
-        .filter(|k| in_dim.is_multiple_of(k.block_elems()))
+/// Our kernels' format for `dtype`, if there are kernels and rows of `in_dim` split into its
+/// blocks.
+fn native_format(dtype: GgmlDType, in_dim: usize) -> Option<Format> {
+    Format::from_dtype(dtype)
+        .filter(|f| in_dim.is_multiple_of(f.spec().block_elems))
         .filter(|_| !matches!(kernel_path::forced(), Forced::Candle | Forced::Exact))
 }
 
@@ -85,40 +86,24 @@ fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
 /// 178 MB output head) is then never resident twice over while it is copied.
 const REPACK_SLICE_ROWS: usize = 4096;
 
-/// `w` (`rows` rows of `kind`) in the layout the best kernels want, when that is not ggml's:
-/// Q4_K, Q5_0, Q4_1 and Q8_0 where AVX-512 VNNI or AVX2 runs the kernels. `done(bytes)` is
-/// told each
-/// range of `w` that has been copied.
+/// `w` (`rows` rows of `format`) in the layout the kernels in use want, when that is not
+/// ggml's ([`Isa::packed_layout`]). `done(bytes)` is told each range of `w` that has been
+/// copied.
 fn repacked(
     w: &[u8],
-    kind: WeightKind,
+    format: Format,
     rows: usize,
     done: impl Fn(std::ops::Range<usize>),
-) -> Option<Result<(WeightBytes, WeightKind)>> {
+) -> Option<Result<(WeightBytes, Layout)>> {
     if rows == 0 || !w.len().is_multiple_of(rows) {
         return None;
     }
-    #[cfg(target_arch = "x86_64")]
-    let (vnni, avx2) = match kernel_path::isa() {
-        Isa::Vnni(_) => (true, false),
-        Isa::Avx2(_) => (false, true),
-        _ => (false, false),
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let (vnni, avx2) = (false, false);
-    type Repack = fn(&[u8], usize, &mut [u8]);
-    let (repack, packed_kind): (Repack, WeightKind) = match kind {
-        WeightKind::Q4K if vnni || avx2 => (kernels::q4k_x16::repack_into, WeightKind::Q4KX16),
-        WeightKind::Q5_0 if vnni || avx2 => (kernels::q5_0_x16::repack_into, WeightKind::Q5_0X16),
-        WeightKind::Q4_1 if vnni || avx2 => (kernels::q4_1_x16::repack_into, WeightKind::Q4_1X16),
-        WeightKind::Q8_0 if vnni || avx2 => (kernels::q8_0_x16::repack_into, WeightKind::Q8_0X16),
-        _ => return None,
-    };
+    let (packed_layout, repack) = kernel_path::isa().packed_layout(format)?;
     let row_bytes = w.len() / rows;
-    let blocks = row_bytes / kind.block_bytes();
-    let group = packed_kind.row_group();
-    // `block_bytes` of a repacked kind is per row: a group's blocks take `group` times that.
-    let group_bytes = blocks * packed_kind.block_bytes() * group;
+    let blocks = row_bytes / format.spec().block_bytes;
+    let group = packed_layout.row_group();
+    // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
+    let group_bytes = blocks * packed_layout.block_bytes() * group;
     let len = rows.div_ceil(group) * group_bytes;
     // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
     // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
@@ -137,7 +122,7 @@ fn repacked(
     });
     Some(
         packed
-            .map(|map| (WeightBytes::Anon(map, len), packed_kind))
+            .map(|map| (WeightBytes::Anon(map, len), packed_layout))
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )
 }
@@ -146,14 +131,14 @@ impl QLinear {
     /// A linear layer over a `(out, in)` matrix.
     pub fn from_arc(tensor: Arc<QTensor>) -> Result<Self> {
         let (out_dim, in_dim) = tensor.shape().dims2()?;
-        let imp = match native_kind(tensor.dtype(), in_dim) {
-            Some(kind) => {
+        let imp = match native_format(tensor.dtype(), in_dim) {
+            Some(format) => {
                 let data = tensor.data()?;
-                let (weights, kind) = match repacked(&data, kind, out_dim, |_| {}) {
+                let (weights, layout) = match repacked(&data, format, out_dim, |_| {}) {
                     Some(packed) => packed?,
-                    None => (WeightBytes::Owned(data.into_owned()), kind),
+                    None => (WeightBytes::Owned(data.into_owned()), format.spec().ggml),
                 };
-                Imp::Native { weights, kind }
+                Imp::Native { weights, layout }
             }
             None => Imp::Candle(candle_matmul(tensor)?),
         };
@@ -172,19 +157,19 @@ impl QLinear {
         in_dim: usize,
         out_dim: usize,
     ) -> Option<Self> {
-        let kind = native_kind(dtype, in_dim)?;
+        let format = native_format(dtype, in_dim)?;
         // A layer that cannot get memory for its repacked copy keeps reading the file.
         let hand_back = |part| bytes.release_part(part);
-        let (weights, kind) = match repacked(&bytes, kind, out_dim, hand_back).and_then(|r| r.ok())
-        {
-            Some(packed) => {
-                bytes.release();
-                packed
-            }
-            None => (WeightBytes::Mapped(bytes), kind),
-        };
+        let (weights, layout) =
+            match repacked(&bytes, format, out_dim, hand_back).and_then(|r| r.ok()) {
+                Some(packed) => {
+                    bytes.release();
+                    packed
+                }
+                None => (WeightBytes::Mapped(bytes), format.spec().ggml),
+            };
         Some(Self {
-            imp: Imp::Native { weights, kind },
+            imp: Imp::Native { weights, layout },
             in_dim,
             out_dim,
         })
@@ -219,10 +204,11 @@ impl QLinear {
         matches!(self.imp, Imp::Native { .. })
     }
 
-    /// The weights when they are Q8_0 repacked sixteen rows at a time ([`kernels::q8_0_x16`]).
+    /// The weights when they are Q8_0 repacked sixteen rows at a time
+    /// ([`kernels::packed::q8_0_x16`]).
     pub fn q8_0_x16(&self) -> Option<&[u8]> {
         match &self.imp {
-            Imp::Native { weights, kind } if *kind == WeightKind::Q8_0X16 => {
+            Imp::Native { weights, layout } if *layout == Layout::Q8(Q8Layout::Q8_0X16) => {
                 Some(weights.as_slice())
             }
             _ => None,
@@ -281,21 +267,21 @@ impl QLinear {
     }
 
     /// The blocks of a native layer, checked against its shape, with their format.
-    fn native(&self) -> Result<Option<Mat<'_>>> {
-        let Imp::Native { weights, kind } = &self.imp else {
+    fn native(&self) -> Result<Option<Mat<'_, Layout>>> {
+        let Imp::Native { weights, layout } = &self.imp else {
             return Ok(None);
         };
-        let nb = self.in_dim / kind.block_elems();
-        let row_bytes = nb * kind.block_bytes();
+        let nb = self.in_dim / layout.block_elems();
+        let row_bytes = nb * layout.block_bytes();
         let data = weights.as_slice();
         // Rows stored in groups come padded to whole groups.
-        let stored = row_bytes * self.out_dim.next_multiple_of(kind.row_group());
+        let stored = row_bytes * self.out_dim.next_multiple_of(layout.row_group());
         if data.len() < stored {
             candle_core::bail!("QLinear: weight data is shorter than its shape");
         }
         Ok(Some(Mat {
             w: &data[..stored],
-            kind: *kind,
+            layout: *layout,
             out: self.out_dim,
             row_bytes,
         }))
@@ -328,52 +314,79 @@ fn forward_group_with(
     let mats = layers
         .iter()
         .map(|l| l.native())
-        .collect::<Result<Option<Vec<Mat>>>>()?;
-    let shared = mats.filter(|m| {
-        m.windows(2)
-            .all(|p| p[0].kind.uses_q8k() == p[1].kind.uses_q8k())
-    });
-    let Some(mats) = shared else {
-        return layers
+        .collect::<Result<Option<Vec<Mat<Layout>>>>>()?;
+    let (q8, q8k) = match &mats {
+        Some(mats) if !mats.is_empty() => typed(mats),
+        Some(_) => return Ok(Vec::new()),
+        None => (None, None),
+    };
+    if rows == 0 && (q8.is_some() || q8k.is_some()) {
+        return Ok(vec![Vec::new(); layers.len()]);
+    }
+    let k = layers.first().map_or(0, |l| l.in_dim);
+    match (q8, q8k) {
+        (_, Some(mats)) => {
+            let nb = k / kernels::QK_K;
+            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
+            Ok(matmul::<Q8KBlock, _>(
+                &mats,
+                Activations {
+                    rows,
+                    nb,
+                    k,
+                    acts: &acts,
+                },
+                |layout, w, a, o| kernels::dot_q8k::<4>(isa, layout, w, a, o),
+                |layout, w, a, o| kernels::dot_q8k::<1>(isa, layout, w, a, o),
+            ))
+        }
+        (Some(mats), None) => {
+            let nb = k / kernels::QK;
+            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
+            Ok(matmul::<Q8Block, _>(
+                &mats,
+                Activations {
+                    rows,
+                    nb,
+                    k,
+                    acts: &acts,
+                },
+                |layout, w, a, o| kernels::dot_q8::<4>(isa, layout, w, a, o),
+                |layout, w, a, o| kernels::dot_q8::<1>(isa, layout, w, a, o),
+            ))
+        }
+        // Formats that cannot share a quantization (or candle's layers): one at a time.
+        (None, None) => layers
             .iter()
             .map(|l| l.forward_rows_with(isa, x, rows))
-            .collect();
-    };
-    let (Some(first), Some(layer)) = (mats.first(), layers.first()) else {
-        return Ok(Vec::new());
-    };
-    if rows == 0 {
-        return Ok(vec![Vec::new(); mats.len()]);
+            .collect(),
     }
-    let k = layer.in_dim;
-    let nb = k / first.kind.block_elems();
-    Ok(if first.kind.uses_q8k() {
-        let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
-        matmul::<Q8KBlock>(
-            &mats,
-            Activations {
-                rows,
-                nb,
-                k,
-                acts: &acts,
-            },
-            |kind, w, a, o| kernels::dot_q8k::<4>(isa, kind, w, a, o),
-            |kind, w, a, o| kernels::dot_q8k::<1>(isa, kind, w, a, o),
-        )
-    } else {
-        let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
-        matmul::<Q8Block>(
-            &mats,
-            Activations {
-                rows,
-                nb,
-                k,
-                acts: &acts,
-            },
-            |kind, w, a, o| kernels::dot_q8::<4>(isa, kind, w, a, o),
-            |kind, w, a, o| kernels::dot_q8::<1>(isa, kind, w, a, o),
-        )
-    })
+}
+
+/// The matrices as ones that all take 8-bit 32-element activations, or all k-quant ones: one
+/// quantization of the input then serves every one of them.
+#[allow(clippy::type_complexity)]
+fn typed<'a>(
+    mats: &[Mat<'a, Layout>],
+) -> (
+    Option<Vec<Mat<'a, Q8Layout>>>,
+    Option<Vec<Mat<'a, Q8KLayout>>>,
+) {
+    let q8 = mats
+        .iter()
+        .map(|m| match m.layout {
+            Layout::Q8(l) => Some(m.with_layout(l)),
+            Layout::Q8K(_) => None,
+        })
+        .collect();
+    let q8k = mats
+        .iter()
+        .map(|m| match m.layout {
+            Layout::Q8K(l) => Some(m.with_layout(l)),
+            Layout::Q8(_) => None,
+        })
+        .collect();
+    (q8, q8k)
 }
 
 impl Module for QLinear {

@@ -3,7 +3,7 @@
 //! rayon's pool runs (its idle workers sleep), each chunk computed by the kernels four
 //! activation rows at a time and written straight into its piece of the row-major output.
 
-use super::kernels::WeightKind;
+use super::kernels::Layout;
 use rayon::prelude::*;
 
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
@@ -31,13 +31,27 @@ pub(super) fn quantize_rows<B: Default + Clone + Send>(
     acts
 }
 
-/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes of `kind` blocks (padded
-/// to whole groups of rows where `kind` stores rows in groups).
-pub(super) struct Mat<'a> {
+/// One weight matrix of a matmul: `out` rows of `row_bytes` bytes stored in `layout` (padded
+/// to whole groups of rows where the layout stores rows in groups). `L` is a [`Layout`] or,
+/// once the activations are chosen, one of its typed halves.
+#[derive(Clone, Copy)]
+pub(super) struct Mat<'a, L> {
     pub(super) w: &'a [u8],
-    pub(super) kind: WeightKind,
+    pub(super) layout: L,
     pub(super) out: usize,
     pub(super) row_bytes: usize,
+}
+
+impl<'a, L> Mat<'a, L> {
+    /// The same matrix with its layout named by another type (a [`Layout`]'s typed half).
+    pub(super) fn with_layout<M>(&self, layout: M) -> Mat<'a, M> {
+        Mat {
+            w: self.w,
+            layout,
+            out: self.out,
+            row_bytes: self.row_bytes,
+        }
+    }
 }
 
 /// The quantized input of a matmul: `rows` rows of `nb` blocks (`k` values).
@@ -58,11 +72,11 @@ struct Task<'y> {
 /// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`. Output columns are split into chunks run
 /// in parallel; in a chunk each weight row meets the activation rows four at a time (one unpack
 /// of a weight block serves four rows), then one at a time for the rest.
-pub(super) fn matmul<A: Sync>(
-    mats: &[Mat],
+pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
+    mats: &[Mat<L>],
     input: Activations<A>,
-    dot4: impl Fn(WeightKind, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
-    dot1: impl Fn(WeightKind, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
+    dot4: impl Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
+    dot1: impl Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
 ) -> Vec<Vec<f32>> {
     let Activations { rows, nb, k, acts } = input;
     let threads = rayon::current_num_threads();
@@ -71,7 +85,11 @@ pub(super) fn matmul<A: Sync>(
     let min_cols = MIN_TASK_MACS.div_ceil(col_macs).max(1);
     // About 8 chunks per thread, so a thread slowed down by a shared core hands work over;
     // chunks start at whole groups of rows for formats that store rows in groups.
-    let group = mats.iter().map(|m| m.kind.row_group()).max().unwrap_or(1);
+    let group = mats
+        .iter()
+        .map(|m| m.layout.into().row_group())
+        .max()
+        .unwrap_or(1);
     let cols = total
         .div_ceil(threads * 8)
         .max(min_cols)
@@ -109,7 +127,7 @@ pub(super) fn matmul<A: Sync>(
         } = task;
         let m = &mats[mat];
         let ncols = dst[0].len();
-        let end = (c0 + ncols).next_multiple_of(m.kind.row_group());
+        let end = (c0 + ncols).next_multiple_of(m.layout.into().row_group());
         let wch = &m.w[c0 * m.row_bytes..end * m.row_bytes];
         let act = |r: usize| &acts[r * nb..(r + 1) * nb];
         let mut r = 0;
@@ -117,7 +135,7 @@ pub(super) fn matmul<A: Sync>(
             let mut o4 = vec![[0f32; 4]; ncols];
             while r + 4 <= rows {
                 let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
-                dot4(m.kind, wch, &a, &mut o4);
+                dot4(m.layout, wch, &a, &mut o4);
                 for (i, d) in dst[r..r + 4].iter_mut().enumerate() {
                     for (v, o) in d.iter_mut().zip(&o4) {
                         *v = o[i];
@@ -127,7 +145,7 @@ pub(super) fn matmul<A: Sync>(
             }
         }
         for d in &mut dst[r..] {
-            dot1(m.kind, wch, &[act(r)], d.as_chunks_mut::<1>().0);
+            dot1(m.layout, wch, &[act(r)], d.as_chunks_mut::<1>().0);
             r += 1;
         }
     };

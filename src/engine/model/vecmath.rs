@@ -31,7 +31,8 @@ pub(crate) fn level() -> Level {
             if forced == Forced::Scalar {
                 return Level::Baseline;
             }
-            if forced != Forced::Avx2 && is_x86_feature_detected!("avx512f") {
+            let capped = matches!(forced, Forced::Avx2 | Forced::AvxVnni);
+            if !capped && is_x86_feature_detected!("avx512f") {
                 return Level::Avx512;
             }
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {

@@ -3,7 +3,7 @@
 //! Quantized matrices and embedding tables are not copied: the kernels read their blocks
 //! straight from the mapped file, so the weights cost page cache (shared, reclaimable, and
 //! only the pages a forward pass touches) instead of a second private copy. The exception is
-//! Q4_K on AVX-512 VNNI, repacked once into a layout of our own (`kernels::q4k_x16`), whose
+//! Q4_K on AVX-512 VNNI, repacked once into a layout of our own (`kernels::packed::q4k_x16`), whose
 //! file pages are then handed back. Small tensors (norms, biases) and formats without kernels
 //! of ours are copied into candle tensors.
 

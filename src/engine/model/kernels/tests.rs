@@ -2,30 +2,23 @@
 //! included), 1 and 4 rows at a time; the AVX-512 VNNI k-quant kernels bit for bit against
 //! AVX2's; every NEON level bit for bit against the scalar kernels.
 
+use super::format::FORMATS;
+use super::packed::q8_0_x16;
 use super::test_rng::Rng;
 use super::*;
 
-const KINDS: [WeightKind; 6] = [
-    WeightKind::Q4_0,
-    WeightKind::Q4_1,
-    WeightKind::Q5_0,
-    WeightKind::Q8_0,
-    WeightKind::Q4K,
-    WeightKind::Q6K,
-];
-
-/// Where a block keeps its f16 scales.
-fn f16_fields(kind: WeightKind) -> &'static [usize] {
-    match kind {
-        WeightKind::Q4_1 | WeightKind::Q4K => &[0, 2],
-        WeightKind::Q6K => &[208],
-        _ => &[0],
+/// Where a block of ggml's layout keeps its f16 scales.
+fn f16_fields(kind: Layout) -> &'static [usize] {
+    match kind.format() {
+        Format::Q4_1 | Format::Q4K => &[0, 2],
+        Format::Q6K => &[208],
+        Format::Q4_0 | Format::Q5_0 | Format::Q8_0 => &[0],
     }
 }
 
 /// `rows` weight rows of `nb` blocks: random bytes (so every quant and packed scale value
 /// occurs, Q8_0's -128 included) with valid f16 scales.
-fn weights(kind: WeightKind, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
+fn weights(kind: Layout, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
     let mut w: Vec<u8> = (0..rows * nb * kind.block_bytes())
         .map(|_| rng.u64() as u8)
         .collect();
@@ -39,7 +32,7 @@ fn weights(kind: WeightKind, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
 
 /// A row of activations: usually random values quantized as the engine does, sometimes the
 /// extreme quants (every one ±127 for Q8, -128 for Q8_K).
-fn activations(kind: WeightKind, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
+fn activations(kind: Layout, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
     let x: Vec<f32> = (0..nb * kind.block_elems())
         .map(|_| rng.activation())
         .collect();
@@ -76,21 +69,21 @@ enum Acts {
 /// `out[c][r]` for `R` activation rows.
 fn run<const R: usize>(
     isa: Isa,
-    kind: WeightKind,
+    kind: Layout,
     w: &[u8],
     acts: &[&Acts; R],
     cols: usize,
 ) -> Vec<[f32; R]> {
     let mut out = vec![[0f32; R]; cols];
-    match acts[0] {
-        Acts::Q8(_) => {
+    match kind {
+        Layout::Q8(kind) => {
             let a: [&[Q8Block]; R] = std::array::from_fn(|r| match acts[r] {
                 Acts::Q8(v) => v.as_slice(),
                 Acts::K(_) => unreachable!("one kind of activations per test"),
             });
             dot_q8(isa, kind, w, &a, &mut out);
         }
-        Acts::K(_) => {
+        Layout::Q8K(kind) => {
             let a: [&[Q8KBlock]; R] = std::array::from_fn(|r| match acts[r] {
                 Acts::K(v) => v.as_slice(),
                 Acts::Q8(_) => unreachable!("one kind of activations per test"),
@@ -103,10 +96,10 @@ fn run<const R: usize>(
 
 /// For each kind and width: every implementation's results, rows computed four at a time and
 /// one at a time (which must agree bit for bit), as `[isa][column][row]`.
-fn all_results(f: impl Fn(WeightKind, &[Isa], &[Vec<[f32; 4]>])) {
+fn all_results(f: impl Fn(Layout, &[Isa], &[Vec<[f32; 4]>])) {
     let mut rng = Rng(0x2545F4914F6CDD1D);
     let isas = Isa::all();
-    for kind in KINDS {
+    for kind in FORMATS.iter().map(|s| s.ggml) {
         let widths: &[usize] = if kind.uses_q8k() {
             &[1, 2, 3]
         } else {
@@ -193,7 +186,7 @@ fn every_kernel_matches_the_scalar_one_and_is_batch_invariant() {
 fn vnni_kquant_kernels_are_bit_identical_to_avx2() {
     #[cfg(target_arch = "x86_64")]
     {
-        if vnni::Vnni::detect().is_none() {
+        if x86::avx512_vnni::Vnni::detect().is_none() {
             eprintln!("skipped: this CPU lacks AVX-512 VNNI");
             return;
         }
@@ -251,24 +244,24 @@ fn neon_kernels_are_bit_identical_to_the_scalar_ones() {
 fn the_best_isa_is_the_fastest_detected() {
     let all = Isa::all();
     assert!(matches!(all[0], Isa::Scalar));
-    // `best` is the last (fastest) of those this CPU has; `best_avx2` never AVX-512.
+    // `best` is the last (fastest) of those this CPU has; `best_avx2` never AVX-512 or
+    // AVX-VNNI, `best_avx_vnni` never AVX-512.
     assert_eq!(
         std::mem::discriminant(&Isa::best()),
         std::mem::discriminant(all.last().expect("scalar is always there"))
     );
     #[cfg(target_arch = "x86_64")]
-    assert!(!matches!(Isa::best_avx2(), Isa::Vnni(_)));
+    assert!(matches!(Isa::best_avx2(), Isa::Avx2(_) | Isa::Scalar));
+    #[cfg(target_arch = "x86_64")]
+    assert!(!matches!(Isa::best_avx_vnni(), Isa::Vnni(_)));
 }
 
-/// A repacked layout against ggml's (close) and against its own plain reference (bit for bit)
-/// on every implementation: batched or alone, a row moved to another lane, a later chunk.
-fn check_repacked(
-    kind: WeightKind,
-    packed_kind: WeightKind,
-    repack_into: fn(&[u8], usize, &mut [u8]),
-    widths: &[usize],
-    rng: &mut Rng,
-) {
+/// A format's repacked layout against ggml's (close) and against its own plain reference (bit
+/// for bit) on every implementation: batched or alone, a row moved to another lane, a later
+/// chunk.
+fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
+    let kind = format.spec().ggml;
+    let (packed_kind, repack_into) = format.spec().packed.expect("a repacked layout");
     let repack = |w: &[u8], rows: usize| {
         let blocks = w.len() / rows / kind.block_bytes();
         let mut out = vec![0; rows.next_multiple_of(16) * blocks * packed_kind.block_bytes()];
@@ -336,22 +329,19 @@ fn check_repacked(
 #[test]
 fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0x9E3779B97F4A7C15);
-    let (kind, packed) = (WeightKind::Q4K, WeightKind::Q4KX16);
-    check_repacked(kind, packed, q4k_x16::repack_into, &[1, 3], &mut rng);
+    check_repacked(Format::Q4K, &[1, 3], &mut rng);
 }
 
 #[test]
 fn q5_0_x16_is_q5_0_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0xD1B54A32D192ED03);
-    let (kind, packed) = (WeightKind::Q5_0, WeightKind::Q5_0X16);
-    check_repacked(kind, packed, q5_0_x16::repack_into, &[1, 2, 5], &mut rng);
+    check_repacked(Format::Q5_0, &[1, 2, 5], &mut rng);
 }
 
 #[test]
 fn q8_0_x16_is_q8_0_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0xBF58476D1CE4E5B9);
-    let (kind, packed) = (WeightKind::Q8_0, WeightKind::Q8_0X16);
-    check_repacked(kind, packed, q8_0_x16::repack_into, &[1, 2, 5], &mut rng);
+    check_repacked(Format::Q8_0, &[1, 2, 5], &mut rng);
 }
 
 #[test]
@@ -359,7 +349,7 @@ fn a_q8_0_x16_row_dequantizes_to_ggml_s_values_bit_for_bit() {
     use candle_core::quantized::{GgmlDType, QTensor};
     let mut rng = Rng(0x2545F4914F6CDD1D);
     let (rows, nb) = (37, 3);
-    let w = weights(WeightKind::Q8_0, rows, nb, &mut rng);
+    let w = weights(Format::Q8_0.spec().ggml, rows, nb, &mut rng);
     let mut packed = vec![0; rows.next_multiple_of(16) * nb * 34];
     q8_0_x16::repack_into(&w, rows, &mut packed);
     for row in 0..rows {
@@ -379,6 +369,49 @@ fn a_q8_0_x16_row_dequantizes_to_ggml_s_values_bit_for_bit() {
 #[test]
 fn q4_1_x16_is_q4_1_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0x94D049BB133111EB);
-    let (kind, packed) = (WeightKind::Q4_1, WeightKind::Q4_1X16);
-    check_repacked(kind, packed, q4_1_x16::repack_into, &[1, 2, 5], &mut rng);
+    check_repacked(Format::Q4_1, &[1, 2, 5], &mut rng);
+}
+
+#[test]
+fn the_format_table_agrees_with_ggml_and_its_layouts() {
+    for spec in &FORMATS {
+        let f = spec.format;
+        assert_eq!(Format::from_dtype(spec.dtype), Some(f));
+        assert_eq!(spec.block_elems, spec.dtype.block_size(), "{f:?}");
+        assert_eq!(spec.block_bytes, spec.dtype.type_size(), "{f:?}");
+        assert_eq!(spec.ggml.format(), f);
+        assert!(
+            !spec.ggml.is_packed(),
+            "{f:?}: ggml's layout is one row at a time"
+        );
+        if let Some((packed, _)) = spec.packed {
+            assert_eq!(packed.format(), f, "{packed:?} holds {f:?}");
+            assert!(packed.is_packed());
+            assert_eq!(
+                packed.uses_q8k(),
+                spec.ggml.uses_q8k(),
+                "{f:?}: same activations"
+            );
+            assert_eq!(packed.block_elems(), spec.block_elems);
+        }
+    }
+}
+
+#[test]
+fn only_the_paths_with_kernels_for_them_repack() {
+    for isa in Isa::all() {
+        for spec in &FORMATS {
+            let want = match isa {
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2(_) | Isa::AvxVnni(_) | Isa::Vnni(_) => spec.packed.map(|(l, _)| l),
+                _ => None,
+            };
+            assert_eq!(
+                isa.packed_layout(spec.format).map(|(l, _)| l),
+                want,
+                "{isa:?} {:?}",
+                spec.format
+            );
+        }
+    }
 }

@@ -8,80 +8,14 @@
 //! fixed-size arrays, so each load reads memory the borrow covers. Loads are unaligned
 //! (`loadu`), so there is no alignment precondition.
 
-use super::prefetch::prefetch_ahead;
-use super::{Q8Block, Q8KBlock, QK_K};
+use super::ops::{
+    arr, f16_at, hsum, hsum128, load16, load32, load_i16x16, load_mult, nibbles, unpack_scales_k4,
+    SCALE_SHUFFLE,
+};
+use super::Avx2;
+use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
+use crate::engine::model::kernels::{Q8Block, Q8KBlock, QK_K};
 use core::arch::x86_64::*;
-
-/// Proof that the CPU has AVX2, FMA and F16C.
-#[derive(Clone, Copy, Debug)]
-pub struct Avx2(());
-
-impl Avx2 {
-    pub fn detect() -> Option<Self> {
-        (is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c"))
-        .then_some(Self(()))
-    }
-}
-
-#[inline(always)]
-pub(super) fn arr<T, const N: usize>(s: &[T], at: usize) -> &[T; N] {
-    s[at..at + N]
-        .try_into()
-        .expect("length checked by the slice")
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn load16(b: &[u8; 16]) -> __m128i {
-    // SAFETY: `b` is 16 readable bytes; loadu has no alignment requirement.
-    unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
-}
-
-/// The eight step multipliers of an activation super-block ([`Q8KBlock::mult`]) as words.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn load_mult(mult: &[i16; QK_K / 32]) -> __m128i {
-    // SAFETY: `mult` is 16 readable bytes; loadu has no alignment requirement.
-    unsafe { _mm_loadu_si128(mult.as_ptr().cast()) }
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn load32<T>(b: &[T; 32]) -> __m256i
-where
-    T: Copy + Into<i32>,
-{
-    const { assert!(std::mem::size_of::<T>() == 1) };
-    // SAFETY: `b` is 32 one-byte elements (asserted above); loadu has no alignment requirement.
-    unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
-    let h = u16::from_le_bytes([b[at], b[at + 1]]);
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn hsum(x: __m256) -> f32 {
-    let r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
-    let r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-    let r = _mm_add_ss(r, _mm_movehdup_ps(r));
-    _mm_cvtss_f32(r)
-}
-
-/// 32 nibbles: low nibbles to bytes 0..16, high nibbles to bytes 16..32.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn nibbles(q: &[u8; 16]) -> __m256i {
-    let t = load16(q);
-    let b = _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4));
-    _mm256_and_si256(_mm256_set1_epi8(0xF), b)
-}
 
 /// Byte i is 0xFF where bit i of `x` is set.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -189,42 +123,6 @@ fn q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-pub(super) fn load_i16x16(b: &[i16; 16]) -> __m256i {
-    // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
-    unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn hsum128(x: __m128) -> f32 {
-    let r = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)))
-}
-
-/// Q4_K's 12 bytes of packed 6-bit values to 8 scales then 8 mins (ggml's `utmp` trick; the
-/// same values as [`super::scale_min_k4`]).
-#[inline(always)]
-pub(super) fn unpack_scales_k4(b: &[u8; 12]) -> [u8; 16] {
-    const KMASK1: u32 = 0x3f3f3f3f;
-    const KMASK2: u32 = 0x0f0f0f0f;
-    const KMASK3: u32 = 0x03030303;
-    let w = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-    let (u0, u1, u2) = (w(0), w(1), w(2));
-    let t = [
-        u0 & KMASK1,
-        (u2 & KMASK2) | (((u0 >> 6) & KMASK3) << 4),
-        u1 & KMASK1,
-        ((u2 >> 4) & KMASK2) | (((u1 >> 6) & KMASK3) << 4),
-    ];
-    let mut out = [0u8; 16];
-    for (o, v) in out.chunks_exact_mut(4).zip(t) {
-        o.copy_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
 fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     let m4 = _mm256_set1_epi8(0xF);
     let mut acc = [_mm256_setzero_ps(); R];
@@ -276,21 +174,6 @@ fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
         out[r] = hsum(acc[r]) - hsum128(acc_m[r]);
     }
 }
-
-/// For i < 8: bytes `2i` ×8 then `2i+1` ×8 (selects the two 16-element scales of 32 quants).
-pub(super) const SCALE_SHUFFLE: [[u8; 16]; 8] = {
-    let mut t = [[0u8; 16]; 8];
-    let mut i = 0;
-    while i < 8 {
-        let mut k = 0;
-        while k < 16 {
-            t[i][k] = (2 * i + k / 8) as u8;
-            k += 1;
-        }
-        i += 1;
-    }
-    t
-};
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]

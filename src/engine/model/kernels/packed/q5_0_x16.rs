@@ -14,19 +14,19 @@
 //! A row's result is `Σ_b (d·d_a) · Σ (q − 16)·y`, the integer sum exact, accumulated with
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 
-use super::row_groups::{self, GROUP};
-use super::Q8Block;
+use crate::engine::model::kernels::packed::{self, GROUP};
+use crate::engine::model::kernels::Q8Block;
 /// Bytes of one group's block.
 pub const BLOCK_BYTES: usize = GROUP * 22;
 
-pub(super) const D: usize = 0;
-pub(super) const LOW: usize = 32;
-pub(super) const HIGH: usize = 288;
+pub(crate) const D: usize = 0;
+pub(crate) const LOW: usize = 32;
+pub(crate) const HIGH: usize = 288;
 
 /// Repacks `rows` rows of ggml Q5_0 blocks into `out`: whole groups, zeros where rows are
 /// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
-    row_groups::repack(w, rows, out, repack_block);
+    packed::repack(w, rows, out, repack_block);
 }
 
 /// Row `i`'s ggml block (`d`, 32 fifth bits, 16 bytes of nibbles) into its lanes.
@@ -55,13 +55,13 @@ fn quant_at(block: &[u8], i: usize, l: usize) -> i32 {
     i32::from(low | high << 4)
 }
 
-pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], rows: usize) -> usize {
-    row_groups::check(w, a, rows, BLOCK_BYTES)
+pub(crate) fn check<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], rows: usize) -> usize {
+    packed::check(w, a, rows, BLOCK_BYTES)
 }
 
 /// `-16 Σ y` of each activation block: the offset of Q5_0's quants, as an integer.
-pub(super) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i32; R]> {
-    row_groups::block_offsets(a, nb, -16)
+pub(crate) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i32; R]> {
+    packed::block_offsets(a, nb, -16)
 }
 
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
@@ -69,5 +69,5 @@ pub(super) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i3
 pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
     let nb = check(w, a, out.len());
     let offsets = offsets(a, nb);
-    row_groups::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
+    packed::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
 }

@@ -3,11 +3,9 @@
 //! (one weight row at a time with [`Dot`], or two weight rows × two activation rows with
 //! `smmla`), then the scalar kernels' float step for each row, in their order.
 
-use super::neon::Smmla;
-use super::neon_ops::{
-    arr, dot, each_row, each_row_pair, f32x4, load_i8, load_u8, pair, untile, Dot,
-};
-use super::{read_f16, Q8Block};
+use super::ops::{arr, dot, each_row, each_row_pair, f32x4, load_i8, load_u8, pair, untile, Dot};
+use super::Smmla;
+use crate::engine::model::kernels::{read_f16, Q8Block};
 use core::arch::aarch64::*;
 
 /// One block of weights: 32 signed quants (elements 0..16, 16..32), scale and offset.

@@ -1,20 +1,30 @@
-//! What the sixteen-row layouts ([`super::q4k_x16`], [`super::q5_0_x16`],
-//! [`super::q8_0_x16`], [`super::q4_1_x16`]) share: repacking ggml rows group by group,
+//! The repacked weight layouts: a matrix's rows stored sixteen at a time ([`q4k_x16`],
+//! [`q5_0_x16`], [`q8_0_x16`], [`q4_1_x16`]), a concept of their own, apart from the file
+//! formats they hold ([`super::format`]). Here is what they share: repacking ggml rows group by group,
 //! checking a call's lengths, handing a group's lanes out, and the plain reference of the
 //! layouts with one f16 scale per row and block.
 
-use super::{read_f16, Q8Block, QK};
+pub mod q4_1_x16;
+pub mod q4k_x16;
+pub mod q5_0_x16;
+pub mod q8_0_x16;
+
+use crate::engine::model::kernels::{read_f16, Q8Block, QK};
 use rayon::prelude::*;
 
 /// Rows per group: one per 32-bit lane of a 512-bit vector.
 pub const GROUP: usize = 16;
+
+/// Repacks `rows` rows of a format's ggml blocks into a layout's groups (`out` is the whole
+/// packed matrix).
+pub type Repack = fn(&[u8], usize, &mut [u8]);
 
 /// Repacks `rows` rows of ggml blocks (`S` bytes each) into `out`, one group of rows (`G`
 /// bytes per block) per rayon task: `block(src, i, dst)` puts row `i`'s block into its lanes
 /// of the group's block. Rows past the end are left as they are in `out`. (Generic, not a
 /// function pointer: inlined with its sizes known, the repack of a 4.5 GB model took half the
 /// time.)
-pub(super) fn repack<const S: usize, const G: usize>(
+pub(crate) fn repack<const S: usize, const G: usize>(
     w: &[u8],
     rows: usize,
     out: &mut [u8],
@@ -45,7 +55,7 @@ pub(super) fn repack<const S: usize, const G: usize>(
 
 /// Checks that `w` holds the groups of `rows` rows (`group_block` bytes per block) and every
 /// activation row as many blocks as a weight row; returns the blocks per row.
-pub(super) fn check<A, const R: usize>(
+pub(crate) fn check<A, const R: usize>(
     w: &[u8],
     a: &[&[A]; R],
     rows: usize,
@@ -73,7 +83,7 @@ pub(super) fn check<A, const R: usize>(
 /// and AVX2 kernels hand lanes out (elsewhere the plain references run the layouts).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) fn each_group<const R: usize>(
+pub(crate) fn each_group<const R: usize>(
     out: &mut [[f32; R]],
     mut group: impl FnMut(usize, &mut [[f32; GROUP]; R]),
 ) {
@@ -90,7 +100,7 @@ pub(super) fn each_group<const R: usize>(
 
 /// `bias · Σ y` of each activation block of every row: the layouts whose quants are stored
 /// biased (unsigned, as `vpdpbusd` takes its first operand) start their integer sums here.
-pub(super) fn block_offsets<const R: usize>(
+pub(crate) fn block_offsets<const R: usize>(
     a: &[&[Q8Block]; R],
     nb: usize,
     bias: i32,
@@ -106,7 +116,7 @@ pub(super) fn block_offsets<const R: usize>(
 /// `d_at + 2 i` and its quants as `quant(block, i, l)`: `out[c][r]` = `Σ_b (d·d_a)·(Σ_l
 /// quant·y + offset)` over the `nb` blocks, accumulated with fused multiply-adds in block
 /// order, as the SIMD kernels do.
-pub(super) fn dot_q8_reference<const R: usize, const B: usize>(
+pub(crate) fn dot_q8_reference<const R: usize, const B: usize>(
     w: &[u8],
     a: &[&[Q8Block]; R],
     out: &mut [[f32; R]],

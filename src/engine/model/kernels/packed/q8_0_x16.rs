@@ -12,21 +12,21 @@
 //! to ggml's `Σ q·y`), accumulated with fused multiply-adds; [`dot`] is the plain reference
 //! the SIMD kernel matches bit for bit.
 
-use super::row_groups::{self, GROUP};
-use super::{read_f16, Q8Block, QK};
+use crate::engine::model::kernels::packed::{self, GROUP};
+use crate::engine::model::kernels::{read_f16, Q8Block, QK};
 
 /// Bytes of one group's block.
 pub const BLOCK_BYTES: usize = GROUP * 34;
 
-pub(super) const D: usize = 0;
-pub(super) const QS: usize = 32;
+pub(crate) const D: usize = 0;
+pub(crate) const QS: usize = 32;
 /// What each stored quant carries on top of ggml's.
 const BIAS: i32 = 128;
 
 /// Repacks `rows` rows of ggml Q8_0 blocks into `out`: whole groups, zeros where rows are
 /// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
-    row_groups::repack(w, rows, out, repack_block);
+    packed::repack(w, rows, out, repack_block);
 }
 
 /// Row `i`'s ggml block (`d`, 32 signed quants) into its lanes, each quant biased by 128.
@@ -51,13 +51,13 @@ fn quant_at(block: &[u8], i: usize, l: usize) -> i32 {
     i32::from(block[QS + 64 * (l / 4) + 4 * i + l % 4])
 }
 
-pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], rows: usize) -> usize {
-    row_groups::check(w, a, rows, BLOCK_BYTES)
+pub(crate) fn check<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], rows: usize) -> usize {
+    packed::check(w, a, rows, BLOCK_BYTES)
 }
 
 /// `-128 Σ y` of each activation block: the bias of the stored quants, taken off.
-pub(super) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i32; R]> {
-    row_groups::block_offsets(a, nb, -BIAS)
+pub(crate) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i32; R]> {
+    packed::block_offsets(a, nb, -BIAS)
 }
 
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
@@ -65,7 +65,7 @@ pub(super) fn offsets<const R: usize>(a: &[&[Q8Block]; R], nb: usize) -> Vec<[i3
 pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
     let nb = check(w, a, out.len());
     let offsets = offsets(a, nb);
-    row_groups::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
+    packed::dot_q8_reference::<R, BLOCK_BYTES>(w, a, out, nb, D, &offsets, quant_at);
 }
 
 /// Row `row` of a matrix of `nb` blocks a row, dequantized onto `out`: `d · q`, as ggml's

@@ -1,5 +1,5 @@
-//! AVX2 kernels for the sixteen-row layouts ([`super::q4_1_x16`], [`super::q5_0_x16`],
-//! [`super::q8_0_x16`], [`super::q4k_x16`]): the layouts AVX-512 VNNI runs, in two 256-bit
+//! AVX2 kernels for the sixteen-row layouts ([`crate::engine::model::kernels::packed::q4_1_x16`], [`crate::engine::model::kernels::packed::q5_0_x16`],
+//! [`crate::engine::model::kernels::packed::q8_0_x16`], [`crate::engine::model::kernels::packed::q4k_x16`]): the layouts AVX-512 VNNI runs, in two 256-bit
 //! halves of eight rows each, four activation bytes broadcast per `vpmaddubsw`.
 //!
 //! In ggml's layout every weight row needs its own unpacking, horizontal sum and float
@@ -9,32 +9,60 @@
 //! The integer sums are exact (Q4_1's, Q4_K's and Q5_0's pairs stay far below `i16`'s limit; Q8_0's
 //! biased quants are taken back to signed ones first, so `|q| ≤ 128` pairs reach at most
 //! 32,512), and the float steps are the plain references' in their order, so the results are
-//! bit-identical to them and to the VNNI kernels. Soundness as in [`super::avx2`]: every
+//! bit-identical to them and to the VNNI kernels. Soundness as in [`crate::engine::model::kernels::x86::avx2`]: every
 //! `#[target_feature]` function runs only behind an [`Avx2`] token, after the lengths are
 //! checked, and every load goes through fixed-size arrays.
 
-use super::avx2::{arr, load16, load32, Avx2};
-use super::prefetch::prefetch_ahead;
-use super::row_groups::{self, each_group, GROUP};
-use super::{q4_1_x16, q4k_x16, q5_0_x16, q8_0_x16, Q8Block, Q8KBlock};
+use super::ops::{arr, load16, load32};
+use super::Avx2;
+use crate::engine::model::kernels::packed::{self, each_group, GROUP};
+use crate::engine::model::kernels::packed::{q4_1_x16, q4k_x16, q5_0_x16, q8_0_x16};
+use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
+use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 use core::arch::x86_64::*;
 
 /// Rows in one 256-bit half of a group.
 const HALF: usize = GROUP / 2;
 
+/// A token for these kernels, and how they multiply bytes: `vpmaddubsw` + `vpmaddwd` on AVX2,
+/// AVX-VNNI's `vpdpbusd` where `VNNI` says the CPU has it. The integer sums are the same, so
+/// the two paths give the same bits.
+///
+/// # Safety
+/// A value of the type must exist only on a CPU with AVX2, FMA and F16C, and, if `VNNI` is
+/// true, AVX-VNNI.
+pub unsafe trait BytePath: Copy {
+    const VNNI: bool;
+}
+
+// SAFETY: an `Avx2` exists only where `Avx2::detect` found AVX2, FMA and F16C.
+unsafe impl BytePath for Avx2 {
+    const VNNI: bool = false;
+}
+
 /// `Q4_1×16` weights × Q8_1 activations: `out[c][r]` = row `c` · `a[r]`.
-pub fn dot_q4_1_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+pub fn dot_q4_1_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+) {
     use q4_1_x16::BLOCK_BYTES;
-    let nb = row_groups::check(w, a, out.len(), BLOCK_BYTES);
+    let nb = packed::check(w, a, out.len(), BLOCK_BYTES);
     groups(t, w, nb, out, |block: &[u8; BLOCK_BYTES], b, acc| {
         // SAFETY: `groups` runs this with the features `q4_1_block` is compiled for (the
         // `Avx2` token proves them), after checking the lengths.
-        unsafe { q4_1_block(block, b, a, acc) }
+        unsafe { q4_1_block::<P, R>(block, b, a, acc) }
     })
 }
 
 /// `Q5_0×16` weights × Q8_0 activations.
-pub fn dot_q5_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+pub fn dot_q5_0_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+) {
     use q5_0_x16::BLOCK_BYTES;
     let offsets = q5_0_x16::offsets(a, q5_0_x16::check(w, a, out.len()));
     groups(
@@ -44,13 +72,18 @@ pub fn dot_q5_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out:
         out,
         |block: &[u8; BLOCK_BYTES], b, acc| {
             // SAFETY: as in `dot_q4_1_x16`.
-            unsafe { q5_0_block(block, b, a, &offsets[b], acc) }
+            unsafe { q5_0_block::<P, R>(block, b, a, &offsets[b], acc) }
         },
     )
 }
 
 /// `Q8_0×16` weights × Q8_0 activations.
-pub fn dot_q8_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
+pub fn dot_q8_0_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+) {
     let nb = q8_0_x16::check(w, a, out.len());
     groups(
         t,
@@ -59,14 +92,19 @@ pub fn dot_q8_0_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8Block]; R], out:
         out,
         |block: &[u8; q8_0_x16::BLOCK_BYTES], b, acc| {
             // SAFETY: as in `dot_q4_1_x16`.
-            unsafe { q8_0_block(block, b, a, acc) }
+            unsafe { q8_0_block::<P, R>(block, b, a, acc) }
         },
     )
 }
 
 /// `Q4_K×16` weights × [`Q8KBlock`] activations.
-pub fn dot_q4k_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
-    let nb = row_groups::check(w, a, out.len(), q4k_x16::BLOCK_BYTES);
+pub fn dot_q4k_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    let nb = packed::check(w, a, out.len(), q4k_x16::BLOCK_BYTES);
     groups(
         t,
         w,
@@ -74,7 +112,7 @@ pub fn dot_q4k_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8KBlock]; R], out:
         out,
         |block: &[u8; q4k_x16::BLOCK_BYTES], b, acc| {
             // SAFETY: as in `dot_q4_1_x16`.
-            unsafe { q4k_block(block, b, a, acc) }
+            unsafe { q4k_block::<P, R>(block, b, a, acc) }
         },
     )
 }
@@ -83,15 +121,18 @@ pub fn dot_q4k_x16<const R: usize>(t: Avx2, w: &[u8], a: &[&[Q8KBlock]; R], out:
 type Acc<const R: usize> = [[__m256; 2]; R];
 
 /// For each group of rows and each of its `nb` blocks of `B` bytes runs `block(bytes, b,
-/// acc)`, then writes the sums to `out` (lengths checked by the caller).
-fn groups<const R: usize, const B: usize>(
-    _: Avx2,
+/// acc)`, then writes the sums to `out` (lengths checked by the caller). The loop is compiled
+/// with AVX-VNNI enabled for the paths that have it.
+fn groups<P: BytePath, const R: usize, const B: usize>(
+    _: P,
     w: &[u8],
     nb: usize,
     out: &mut [[f32; R]],
     block: impl FnMut(&[u8; B], usize, &mut Acc<R>),
 ) {
+    // Compiled for AVX2 alone, so it inlines into both entry points below.
     #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
     fn each<const R: usize, const B: usize>(
         w: &[u8],
         nb: usize,
@@ -119,8 +160,33 @@ fn groups<const R: usize, const B: usize>(
             }
         });
     }
-    // SAFETY: the `Avx2` token proves the CPU has the features `each` is compiled for.
-    unsafe { each(w, nb, out, block) }
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn plain<const R: usize, const B: usize>(
+        w: &[u8],
+        nb: usize,
+        out: &mut [[f32; R]],
+        block: impl FnMut(&[u8; B], usize, &mut Acc<R>),
+    ) {
+        each(w, nb, out, block)
+    }
+    // The same loop with AVX-VNNI on: `dpbusd`'s assembly needs no feature, but the
+    // attribute keeps the CPU's requirement written where the instruction runs.
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    fn vnni<const R: usize, const B: usize>(
+        w: &[u8],
+        nb: usize,
+        out: &mut [[f32; R]],
+        block: impl FnMut(&[u8; B], usize, &mut Acc<R>),
+    ) {
+        each(w, nb, out, block)
+    }
+    if P::VNNI {
+        // SAFETY: a `BytePath` with `VNNI` proves AVX-VNNI as well (its contract).
+        unsafe { vnni(w, nb, out, block) }
+    } else {
+        // SAFETY: every `BytePath` token proves AVX2, FMA and F16C.
+        unsafe { plain(w, nb, out, block) }
+    }
 }
 
 /// The eight f16 values at `at` (one half's rows) as f32.
@@ -139,12 +205,20 @@ fn broadcast4(y: &[i8; 32], g: usize) -> __m256i {
 }
 
 /// `start + Σ_g q[g] · y[4g..4g + 4]` per 32-bit lane, for unsigned quants small enough that
-/// two `vpmaddubsw` results add in 16 bits (at most 31 · 127 · 4 < 2¹⁵).
+/// two `vpmaddubsw` results add in 16 bits (at most 31 · 127 · 4 < 2¹⁵). With AVX-VNNI one
+/// `vpdpbusd` per group does all of it; the sum is the same integer.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn dot_small(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) -> __m256i {
-    let ones = _mm256_set1_epi16(1);
+fn dot_small<P: BytePath>(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) -> __m256i {
     let mut sum = start;
+    if P::VNNI {
+        for (&q, &y) in q.iter().zip(y) {
+            // SAFETY: `P::VNNI` proves AVX-VNNI (the `BytePath` contract).
+            sum = unsafe { dpbusd(sum, q, y) };
+        }
+        return sum;
+    }
+    let ones = _mm256_set1_epi16(1);
     for g in (0..8).step_by(2) {
         let pairs = _mm256_add_epi16(
             _mm256_maddubs_epi16(q[g], y[g]),
@@ -155,12 +229,48 @@ fn dot_small(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) -> __m256i {
     sum
 }
 
+/// `sum + Σ u · s` over each lane's four byte pairs (`u` unsigned, `s` signed, no pair's two
+/// products above 2¹⁵ together): `vpdpbusd` with AVX-VNNI, else `vpmaddubsw` + `vpmaddwd`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn add_dot4<P: BytePath>(sum: __m256i, u: __m256i, s: __m256i) -> __m256i {
+    if P::VNNI {
+        // SAFETY: `P::VNNI` proves AVX-VNNI (the `BytePath` contract).
+        return unsafe { dpbusd(sum, u, s) };
+    }
+    let pairs = _mm256_maddubs_epi16(u, s);
+    _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_set1_epi16(1), pairs))
+}
+
+/// `acc + Σ u·s` per 32-bit lane (four unsigned × signed byte products, exact): AVX-VNNI's
+/// `vpdpbusd`, VEX-encoded (an EVEX one would need AVX-512). Inline assembly, so the
+/// functions around it stay compiled for AVX2 alone and serve both paths.
+///
+/// # Safety
+/// The CPU must have AVX-VNNI.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn dpbusd(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+    let mut acc = acc;
+    // SAFETY: the caller guarantees AVX-VNNI; the instruction reads and writes registers only.
+    unsafe {
+        std::arch::asm!(
+            "{{vex}} vpdpbusd {acc}, {u}, {s}",
+            acc = inout(ymm_reg) acc,
+            u = in(ymm_reg) u,
+            s = in(ymm_reg) s,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    acc
+}
+
 /// One half's quants `q` (scales `d`) against every activation row: `acc[r] += (Σ q·y +
 /// offset[r]) · d · d_a`, plus `m · s_a` when the format has mins.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn add_half<const R: usize>(
+fn add_half<P: BytePath, const R: usize>(
     h: usize,
     d: __m256,
     m: Option<__m256>,
@@ -173,7 +283,7 @@ fn add_half<const R: usize>(
     for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
         let ab = &ar[b];
         let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(&ab.qs, g));
-        let isum = _mm256_cvtepi32_ps(dot_small(q, &y, _mm256_set1_epi32(start)));
+        let isum = _mm256_cvtepi32_ps(dot_small::<P>(q, &y, _mm256_set1_epi32(start)));
         acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
         if let Some(m) = m {
             acc[h] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.s), acc[h]);
@@ -203,7 +313,7 @@ fn nibbles8(block: &[u8], at: usize, h: usize) -> [__m256i; 8] {
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4_1_block<const R: usize>(
+fn q4_1_block<P: BytePath, const R: usize>(
     block: &[u8; q4_1_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
@@ -213,13 +323,13 @@ fn q4_1_block<const R: usize>(
     for h in 0..2 {
         let (d, m) = (f16x8(block, D + 16 * h), f16x8(block, M + 16 * h));
         let q = nibbles8(block, QS, h);
-        add_half(h, d, Some(m), &q, b, a, &[0; R], acc);
+        add_half::<P, R>(h, d, Some(m), &q, b, a, &[0; R], acc);
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q5_0_block<const R: usize>(
+fn q5_0_block<P: BytePath, const R: usize>(
     block: &[u8; q5_0_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
@@ -246,7 +356,7 @@ fn q5_0_block<const R: usize>(
             };
             _mm256_or_si256(nib[g], _mm256_and_si256(fifth, bit4))
         });
-        add_half(h, d, None, &q, b, a, offset, acc);
+        add_half::<P, R>(h, d, None, &q, b, a, offset, acc);
     }
 }
 
@@ -254,14 +364,13 @@ fn q5_0_block<const R: usize>(
 /// `vpmaddubsw` (at most 2 · 128 · 127), so the sums need no bias offset.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q8_0_block<const R: usize>(
+fn q8_0_block<P: BytePath, const R: usize>(
     block: &[u8; q8_0_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8Block]; R],
     acc: &mut Acc<R>,
 ) {
     use q8_0_x16::{D, QS};
-    let ones = _mm256_set1_epi16(1);
     let flip = _mm256_set1_epi8(-128);
     for h in 0..2 {
         let d = f16x8(block, D + 16 * h);
@@ -273,10 +382,7 @@ fn q8_0_block<const R: usize>(
             let mut sum = _mm256_setzero_si256();
             for g in 0..8 {
                 let y = _mm256_sign_epi8(broadcast4(&ab.qs, g), s[g]);
-                sum = _mm256_add_epi32(
-                    sum,
-                    _mm256_madd_epi16(ones, _mm256_maddubs_epi16(abs[g], y)),
-                );
+                sum = add_dot4::<P>(sum, abs[g], y);
             }
             let isum = _mm256_cvtepi32_ps(sum);
             acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
@@ -297,7 +403,7 @@ fn u8x8(block: &[u8], at: usize) -> __m256 {
 /// super-block's sum times the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4k_block<const R: usize>(
+fn q4k_block<P: BytePath, const R: usize>(
     block: &[u8; q4k_x16::BLOCK_BYTES],
     b: usize,
     a: &[&[Q8KBlock]; R],
@@ -316,7 +422,7 @@ fn q4k_block<const R: usize>(
                 let ab = &ar[b];
                 let ys = arr(&ab.qs, 32 * s);
                 let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(ys, g));
-                let isum = _mm256_cvtepi32_ps(dot_small(&q, &y, _mm256_setzero_si256()));
+                let isum = _mm256_cvtepi32_ps(dot_small::<P>(&q, &y, _mm256_setzero_si256()));
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
                 let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
                 *sum = _mm256_fmadd_ps(isum, scale, *sum);

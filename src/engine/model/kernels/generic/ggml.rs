@@ -1,9 +1,9 @@
-//! Portable kernels: plain integer dot products per block, one f32 accumulator per row.
+//! The portable kernels of ggml's layouts: plain integer dot products per block, one f32 accumulator per row.
 //!
 //! Callers ([`super::dot_q8`], [`super::dot_q8k`]) have checked that `w` is whole blocks and
 //! every activation row has as many blocks; all indexing is bounds-checked safe code.
 
-use super::{read_f16, scale_min_k4, Q8Block, Q8KBlock, QK, QK_K};
+use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8Block, Q8KBlock, QK, QK_K};
 
 #[inline]
 fn dot_i8(w: &[i8; QK], a: &[i8; QK]) -> i32 {

@@ -3,15 +3,15 @@
 //!
 //! The 512-bit integer sums, folded to eight lanes, are exactly the AVX2 kernels' (lane `i`
 //! sums bytes `4i..4i+4` of every 32-byte chunk either way), and the float work after them is
-//! the same, so the results are bit-identical to [`super::avx2`]'s. Called only from the
-//! wrappers in [`super::vnni`] (see its soundness note).
+//! the same, so the results are bit-identical to [`crate::engine::model::kernels::x86::avx2`]'s. Called only from the
+//! wrappers in [`super::ggml`] (see its soundness note).
 
-use super::avx2::{
+use super::ggml::{fold, join, load64};
+use crate::engine::model::kernels::x86::avx2::ops::{
     arr, f16_at, hsum, hsum128, load16, load32, load_i16x16, load_mult, unpack_scales_k4,
     SCALE_SHUFFLE,
 };
-use super::vnni::{fold, join, load64};
-use super::{Q8KBlock, QK_K};
+use crate::engine::model::kernels::{Q8KBlock, QK_K};
 use core::arch::x86_64::*;
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]

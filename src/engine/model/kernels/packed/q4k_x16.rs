@@ -21,23 +21,23 @@
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 //! The rows past the end of a matrix are zeros, and their lanes are never read back.
 
-use super::row_groups::{self, GROUP};
-use super::{read_f16, scale_min_k4, Q8KBlock, QK_K};
+use crate::engine::model::kernels::packed::{self, GROUP};
+use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8KBlock, QK_K};
 /// Bytes of one group's super-block.
 pub const BLOCK_BYTES: usize = QS + 8 * 256;
 /// Bytes per row and super-block (what a matmul slices rows by; a group is 16 of them).
 pub const ROW_BLOCK_BYTES: usize = BLOCK_BYTES / GROUP;
 
-pub(super) const D: usize = 0;
-pub(super) const DMIN: usize = 32;
-pub(super) const SCALES: usize = 64;
-pub(super) const MINS: usize = 192;
-pub(super) const QS: usize = 320;
+pub(crate) const D: usize = 0;
+pub(crate) const DMIN: usize = 32;
+pub(crate) const SCALES: usize = 64;
+pub(crate) const MINS: usize = 192;
+pub(crate) const QS: usize = 320;
 
 /// Repacks `rows` rows of ggml Q4_K blocks into `out`: whole groups, zeros where rows are
 /// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
-    row_groups::repack(w, rows, out, repack_block);
+    packed::repack(w, rows, out, repack_block);
 }
 
 /// Row `i`'s ggml block into its lanes of a group's block.
@@ -81,8 +81,8 @@ fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
     }
 }
 
-pub(super) fn check<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], rows: usize) -> usize {
-    row_groups::check(w, a, rows, BLOCK_BYTES)
+pub(crate) fn check<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], rows: usize) -> usize {
+    packed::check(w, a, rows, BLOCK_BYTES)
 }
 
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole

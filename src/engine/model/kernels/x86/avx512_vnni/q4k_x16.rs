@@ -1,18 +1,19 @@
-//! The AVX-512 VNNI kernel for Q4_K×16 weights ([`super::q4k_x16`]): sixteen weight rows in
+//! The AVX-512 VNNI kernel for Q4_K×16 weights ([`crate::engine::model::kernels::packed::q4k_x16`]): sixteen weight rows in
 //! the lanes of each vector, four activation bytes broadcast per `vpdpbusd`.
 //!
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
 //! and about 40 other operations, where the ggml-layout kernel spends ~27 operations on each
 //! row's 256. The nibble unpacking and the scales are shared by the `R` activation rows. The operations match
-//! [`super::q4k_x16::dot`] one for one, so the results are bit-identical to it. Soundness as
-//! in [`super::vnni`]: the `#[target_feature]` functions run only behind the [`Vnni`] token,
+//! [`crate::engine::model::kernels::packed::q4k_x16::dot`] one for one, so the results are bit-identical to it. Soundness as
+//! in [`super::ggml`]: the `#[target_feature]` functions run only behind the [`Vnni`] token,
 //! after the wrapper checked the lengths.
 
-use super::avx2::{arr, load16, load32};
-use super::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
-use super::vnni::{load64, Vnni};
-use super::vnni_groups::{dot_broadcast8, x16_groups};
-use super::Q8KBlock;
+use super::ggml::load64;
+use super::groups::{dot_broadcast8, x16_groups};
+use super::Vnni;
+use crate::engine::model::kernels::packed::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
+use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
+use crate::engine::model::kernels::Q8KBlock;
 use core::arch::x86_64::*;
 
 /// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.

@@ -1,17 +1,18 @@
-//! The AVX-512 VNNI kernel for Q8_0×16 weights ([`super::q8_0_x16`]): sixteen weight rows in
+//! The AVX-512 VNNI kernel for Q8_0×16 weights ([`crate::engine::model::kernels::packed::q8_0_x16`]): sixteen weight rows in
 //! the lanes of each vector, four activation bytes broadcast per `vpdpbusd`, the `-128 Σ y`
 //! offset as the starting value of the integer sums.
 //!
 //! Per block and activation row: 8 `vpdpbusd` (512 multiply-adds over sixteen rows) and four
 //! other operations; the quants are loaded once for the `R` activation rows. The operations
-//! match [`super::q8_0_x16::dot`] one for one, so the results are bit-identical to it.
-//! Soundness as in [`super::vnni`].
+//! match [`crate::engine::model::kernels::packed::q8_0_x16::dot`] one for one, so the results are bit-identical to it.
+//! Soundness as in [`super::ggml`].
 
-use super::avx2::{arr, load32};
-use super::q8_0_x16::{self, BLOCK_BYTES, D, QS};
-use super::vnni::{load64, Vnni};
-use super::vnni_groups::{add_scaled, x16_groups};
-use super::Q8Block;
+use super::ggml::load64;
+use super::groups::{add_scaled, x16_groups};
+use super::Vnni;
+use crate::engine::model::kernels::packed::q8_0_x16::{self, BLOCK_BYTES, D, QS};
+use crate::engine::model::kernels::x86::avx2::ops::{arr, load32};
+use crate::engine::model::kernels::Q8Block;
 use core::arch::x86_64::*;
 
 /// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.

@@ -1,5 +1,5 @@
-//! AVX-512 VNNI kernels: 512-bit `vpdpbusd` (u8 × i8 → i32) for the 32-element formats, two
-//! blocks per instruction, and `vpmaddubsw` + `vpdpwssd` for the k-quants ([`super::vnni_kquant`]).
+//! AVX-512 VNNI kernels for ggml's layouts: 512-bit `vpdpbusd` (u8 × i8 → i32) for the 32-element formats, two
+//! blocks per instruction, and `vpmaddubsw` + `vpdpwssd` for the k-quants ([`super::kquant`]).
 //!
 //! The integer sums are exact, as in every kernel; for the 32-element formats the float
 //! accumulation runs in sixteen lanes (two blocks at a time), a different order from AVX2's
@@ -13,33 +13,17 @@
 //! correction `-off·Σ y` of each group of four activations depends only on the activation row,
 //! so it is computed once per call ([`Pair`]) and is the starting value of `vpdpbusd`.
 //!
-//! Soundness: as in [`super::avx2`]: the `#[target_feature]` functions are private and run only
+//! Soundness: as in [`super::super::avx2`]: the `#[target_feature]` functions are private and run only
 //! from the public wrappers, which take a [`Vnni`] token that exists only if [`Vnni::detect`]
 //! found every feature they are compiled for; the wrappers check the lengths, every load and
 //! store goes through a function taking a fixed-size array, and none needs alignment.
 
-use super::avx2::{arr, load32, nibbles};
-use super::prefetch::prefetch_ahead;
-use super::{Q8Block, Q8KBlock, QK};
+use super::Vnni;
+use crate::engine::model::kernels::x86::avx2::ops::{arr, load32, nibbles};
+use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
+use crate::engine::model::kernels::{Q8Block, Q8KBlock, QK};
 use core::arch::x86_64::*;
 use std::cell::RefCell;
-
-/// Proof that the CPU has AVX-512 F, BW, VL and VNNI, and AVX2, FMA and F16C.
-#[derive(Clone, Copy, Debug)]
-pub struct Vnni(());
-
-impl Vnni {
-    pub fn detect() -> Option<Self> {
-        (is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vl")
-            && is_x86_feature_detected!("avx512vnni")
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c"))
-        .then_some(Self(()))
-    }
-}
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
@@ -383,9 +367,9 @@ macro_rules! k_wrapper {
 
 k_wrapper!(
     /// Q4_K weights × Q8_K activations.
-    dot_q4k, super::vnni_kquant::q4k, 144
+    dot_q4k, super::kquant::q4k, 144
 );
 k_wrapper!(
     /// Q6_K weights × Q8_K activations.
-    dot_q6k, super::vnni_kquant::q6k, 210
+    dot_q6k, super::kquant::q6k, 210
 );

@@ -1,12 +1,12 @@
 //! The NEON building blocks the ARM kernels share: loads from fixed-size arrays, the three ways
 //! of summing `i8 × i8` products (widening multiplies, `sdot`, `smmla`) behind the tokens of
-//! [`super::neon`], and the pairing of two rows' halves that `smmla` multiplies.
+//! [`super`], and the pairing of two rows' halves that `smmla` multiplies.
 //!
 //! Everything SIMD here is compiled for `neon`, part of every aarch64 CPU (the ARM entry points
-//! of [`super::neon`] are the only callers that are not); only the pointer loads and the two
+//! of [`super`] are the only callers that are not); only the pointer loads and the two
 //! instructions in assembly are `unsafe`, each with its reason.
 
-use super::neon::{Plain, Sdot, Smmla};
+use super::{Plain, Sdot, Smmla};
 use core::arch::aarch64::*;
 use core::arch::asm;
 

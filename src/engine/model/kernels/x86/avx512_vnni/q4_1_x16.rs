@@ -1,16 +1,17 @@
-//! The AVX-512 VNNI kernel for Q4_1×16 weights ([`super::q4_1_x16`]): sixteen weight rows in
+//! The AVX-512 VNNI kernel for Q4_1×16 weights ([`crate::engine::model::kernels::packed::q4_1_x16`]): sixteen weight rows in
 //! the lanes of each vector, four activation bytes broadcast per `vpdpbusd`.
 //!
 //! Per block and activation row: 8 `vpdpbusd` (512 multiply-adds over sixteen rows) and five
 //! other operations; unpacking the quants is shared by the `R` activation rows. The
-//! operations match [`super::q4_1_x16::dot`] one for one, so the results are bit-identical
-//! to it. Soundness as in [`super::vnni`].
+//! operations match [`crate::engine::model::kernels::packed::q4_1_x16::dot`] one for one, so the results are bit-identical
+//! to it. Soundness as in [`super::ggml`].
 
-use super::avx2::{arr, load32};
-use super::q4_1_x16::{BLOCK_BYTES, D, M, QS};
-use super::vnni::{load64, Vnni};
-use super::vnni_groups::{dot_broadcast8, x16_groups};
-use super::Q8Block;
+use super::ggml::load64;
+use super::groups::{dot_broadcast8, x16_groups};
+use super::Vnni;
+use crate::engine::model::kernels::packed::q4_1_x16::{BLOCK_BYTES, D, M, QS};
+use crate::engine::model::kernels::x86::avx2::ops::{arr, load32};
+use crate::engine::model::kernels::Q8Block;
 use core::arch::x86_64::*;
 
 /// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.

@@ -1,5 +1,5 @@
 //! The ARM path: which NEON level this CPU has, the tokens that prove it, and the entry points
-//! that hand each weight format to its kernels ([`super::neon_q8`], [`super::neon_kquant`]).
+//! that hand each weight format to its kernels ([`mod@q8`], [`kquant`]).
 //!
 //! Three levels, chosen at run time: plain NEON (every aarch64 CPU; widening multiplies),
 //! `dotprod` (`sdot`: four `i8 × i8` products summed per lane) and `i8mm` (`smmla`: a 2×8 by
@@ -7,23 +7,29 @@
 //! when activation rows come in pairs, as in prefill's four).
 //!
 //! Every kernel sums the integer products of a block exactly and then does the float
-//! arithmetic of [`super::scalar`] for each row, in its order, without fused multiply-adds:
+//! arithmetic of [`crate::engine::model::kernels::generic::ggml`] for each row, in its order, without fused multiply-adds:
 //! results are bit-identical to the scalar kernels' on every level, so a row's result never
 //! depends on the level, on the rows computed with it, or on where its weight row falls in a
 //! pair.
 //!
 //! Soundness: `sdot` and `smmla` are inline assembly (their intrinsics are not stable Rust),
-//! run only by [`super::neon_ops::dot`] for the [`Sdot`] and [`Smmla`] tokens and by
+//! run only by [`ops::dot`] for the [`Sdot`] and [`Smmla`] tokens and by
 //! [`Smmla::mmla`]. The tokens have private fields and are made only here, from a [`Neon`]
 //! whose level [`Neon::detect_all`] found at run time, and the `#[target_feature]` entry points
 //! of each level are called only with them. Everything else is NEON, which every aarch64 CPU
 //! has (the one `unsafe` call per entry into code compiled for it). Lengths are checked by the
-//! caller ([`super::dot_q8`], [`super::dot_q8k`]); every load takes a fixed-size array and none
+//! entry points ([`dot_q8`], [`dot_q8k`], with [`generic::check_rows`]); every load takes a fixed-size array and none
 //! needs alignment.
 
-use super::neon_kquant::{self, Q4K, Q6K};
-use super::neon_q8::{self, Format, Q4_0, Q4_1, Q5_0, Q8_0};
-use super::{Q8Block, Q8KBlock, WeightKind};
+mod kquant;
+mod ops;
+mod q8;
+
+use crate::engine::model::kernels::generic;
+use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
+use crate::engine::model::kernels::{Q8Block, Q8KBlock};
+use kquant::{Q4K, Q6K};
+use q8::{Format, Q4_0, Q4_1, Q5_0, Q8_0};
 
 /// The NEON levels, slowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,26 +101,28 @@ impl Smmla {
     }
 }
 
-/// `out[c][r]` = weight row `c` of `w` (`row_bytes` each, a 32-element `kind`) · `a[r]`.
-/// The caller has checked the lengths.
+/// `out[c][r]` = weight row `c` of `w` · `a[r]`: every layout that takes [`Q8Block`]s (the
+/// sixteen-row layouts, never repacked here, by their plain references).
 pub fn dot_q8<const R: usize>(
     t: Neon,
-    kind: WeightKind,
+    layout: Q8Layout,
     w: &[u8],
-    row_bytes: usize,
     a: &[&[Q8Block]; R],
     out: &mut [[f32; R]],
 ) {
+    let f = match layout {
+        Q8Layout::Q4_0 => q8::<Q4_0, R>,
+        Q8Layout::Q4_1 => q8::<Q4_1, R>,
+        Q8Layout::Q5_0 => q8::<Q5_0, R>,
+        Q8Layout::Q8_0 => q8::<Q8_0, R>,
+        Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16 => {
+            return generic::dot_q8(layout, w, a, out)
+        }
+    };
+    let row_bytes = generic::check_rows(layout.into(), w, a, out.len());
     if row_bytes == 0 {
         return;
     }
-    let f = match kind {
-        WeightKind::Q4_0 => q8::<Q4_0, R>,
-        WeightKind::Q4_1 => q8::<Q4_1, R>,
-        WeightKind::Q5_0 => q8::<Q5_0, R>,
-        WeightKind::Q8_0 => q8::<Q8_0, R>,
-        _ => panic!("{kind:?} has no NEON kernel for Q8 activations"),
-    };
     // SAFETY: NEON is part of every aarch64 CPU (a `Neon` exists only there).
     unsafe { f(t, w, row_bytes, a, out) }
 }
@@ -136,7 +144,7 @@ fn q8<F: Format, const R: usize>(
         a: &[&[Q8Block]; R],
         out: &mut [[f32; R]],
     ) {
-        neon_q8::rows::<F, _, R>(t, w, row_bytes, a, out)
+        q8::rows::<F, _, R>(t, w, row_bytes, a, out)
     }
     #[target_feature(enable = "neon,dotprod,i8mm")]
     fn i8mm<F: Format, const R: usize>(
@@ -148,13 +156,13 @@ fn q8<F: Format, const R: usize>(
     ) {
         // `smmla` takes activation rows two at a time; decode's single row runs on `sdot`.
         if R.is_multiple_of(2) {
-            neon_q8::rows_mmla::<F, R>(t, w, row_bytes, a, out)
+            q8::rows_mmla::<F, R>(t, w, row_bytes, a, out)
         } else {
-            neon_q8::rows::<F, _, R>(t.sdot(), w, row_bytes, a, out)
+            q8::rows::<F, _, R>(t.sdot(), w, row_bytes, a, out)
         }
     }
     match t.0 {
-        Level::Plain => neon_q8::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
+        Level::Plain => q8::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod (`detect_all`).
         Level::Dotprod => unsafe { dotprod::<F, R>(Sdot(()), w, row_bytes, a, out) },
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod and i8mm.
@@ -162,30 +170,30 @@ fn q8<F: Format, const R: usize>(
     }
 }
 
-/// As [`dot_q8`] for k-quant weight rows (Q4_K, Q6_K).
+/// As [`dot_q8`] for the layouts that take [`Q8KBlock`]s.
 pub fn dot_q8k<const R: usize>(
     t: Neon,
-    kind: WeightKind,
+    layout: Q8KLayout,
     w: &[u8],
-    row_bytes: usize,
     a: &[&[Q8KBlock]; R],
     out: &mut [[f32; R]],
 ) {
+    let f = match layout {
+        Q8KLayout::Q4K => q8k::<Q4K, R>,
+        Q8KLayout::Q6K => q8k::<Q6K, R>,
+        Q8KLayout::Q4KX16 => return generic::dot_q8k(layout, w, a, out),
+    };
+    let row_bytes = generic::check_rows(layout.into(), w, a, out.len());
     if row_bytes == 0 {
         return;
     }
-    let f = match kind {
-        WeightKind::Q4K => q8k::<Q4K, R>,
-        WeightKind::Q6K => q8k::<Q6K, R>,
-        _ => panic!("{kind:?} has no NEON kernel for Q8_K activations"),
-    };
     // SAFETY: NEON is part of every aarch64 CPU (a `Neon` exists only there).
     unsafe { f(t, w, row_bytes, a, out) }
 }
 
 /// [`dot_q8k`] for format `F` on the token's level.
 #[target_feature(enable = "neon")]
-fn q8k<F: neon_kquant::Format, const R: usize>(
+fn q8k<F: kquant::Format, const R: usize>(
     t: Neon,
     w: &[u8],
     row_bytes: usize,
@@ -193,17 +201,17 @@ fn q8k<F: neon_kquant::Format, const R: usize>(
     out: &mut [[f32; R]],
 ) {
     #[target_feature(enable = "neon,dotprod")]
-    fn dotprod<F: neon_kquant::Format, const R: usize>(
+    fn dotprod<F: kquant::Format, const R: usize>(
         t: Sdot,
         w: &[u8],
         row_bytes: usize,
         a: &[&[Q8KBlock]; R],
         out: &mut [[f32; R]],
     ) {
-        neon_kquant::rows::<F, _, R>(t, w, row_bytes, a, out)
+        kquant::rows::<F, _, R>(t, w, row_bytes, a, out)
     }
     #[target_feature(enable = "neon,dotprod,i8mm")]
-    fn i8mm<F: neon_kquant::Format, const R: usize>(
+    fn i8mm<F: kquant::Format, const R: usize>(
         t: Smmla,
         w: &[u8],
         row_bytes: usize,
@@ -211,13 +219,13 @@ fn q8k<F: neon_kquant::Format, const R: usize>(
         out: &mut [[f32; R]],
     ) {
         if R.is_multiple_of(2) {
-            neon_kquant::rows_mmla::<F, R>(t, w, row_bytes, a, out)
+            kquant::rows_mmla::<F, R>(t, w, row_bytes, a, out)
         } else {
-            neon_kquant::rows::<F, _, R>(t.sdot(), w, row_bytes, a, out)
+            kquant::rows::<F, _, R>(t.sdot(), w, row_bytes, a, out)
         }
     }
     match t.0 {
-        Level::Plain => neon_kquant::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
+        Level::Plain => kquant::rows::<F, _, R>(Plain(()), w, row_bytes, a, out),
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod (`detect_all`).
         Level::Dotprod => unsafe { dotprod::<F, R>(Sdot(()), w, row_bytes, a, out) },
         // SAFETY: a `Neon` at this level exists only if the CPU has dotprod and i8mm.

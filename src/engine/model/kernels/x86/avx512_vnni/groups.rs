@@ -1,12 +1,12 @@
-//! What the AVX-512 VNNI kernels of the sixteen-row layouts share ([`super::row_groups`]):
+//! What the AVX-512 VNNI kernels of the sixteen-row layouts share ([`crate::engine::model::kernels::packed`]):
 //! the driver over groups and blocks, and the broadcast `vpdpbusd` inner loop. Soundness as in
-//! [`super::vnni`].
+//! [`super::ggml`].
 
-use super::avx2::arr;
-use super::prefetch::prefetch_ahead;
-use super::row_groups::{self, each_group};
-use super::vnni::Vnni;
-use super::Q8Block;
+use super::Vnni;
+use crate::engine::model::kernels::packed::{self, each_group};
+use crate::engine::model::kernels::x86::avx2::ops::arr;
+use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
+use crate::engine::model::kernels::Q8Block;
 use core::arch::x86_64::*;
 
 /// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane, the four activation bytes broadcast to
@@ -48,7 +48,7 @@ pub(super) fn add_scaled<const R: usize>(
     }
 }
 
-/// The body of a sixteen-row kernel ([`super::row_groups`]): checks the lengths, then for each
+/// The body of a sixteen-row kernel ([`crate::engine::model::kernels::packed`]): checks the lengths, then for each
 /// group of rows and each of its `B`-byte blocks `b` runs `block(bytes, b, acc)`, which adds
 /// that block's products into `acc[r]` (lane `i`: row `i` of the group against activation
 /// row `r`), with the AVX-512 features on; the sums go to `out`.
@@ -59,7 +59,7 @@ pub(super) fn x16_groups<A, const R: usize, const B: usize>(
     out: &mut [[f32; R]],
     block: impl FnMut(&[u8; B], usize, &mut [__m512; R]),
 ) {
-    let nb = row_groups::check(w, a, out.len(), B);
+    let nb = packed::check(w, a, out.len(), B);
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
     fn each<const R: usize, const B: usize>(
         w: &[u8],

@@ -3,11 +3,11 @@
 //! multiplied by its integer scale (one weight row at a time with [`Dot`], or two weight rows
 //! × two activation rows with `smmla`), then the scalar kernels' float step for each row.
 
-use super::neon::Smmla;
-use super::neon_ops::{
+use super::ops::{
     arr, dot, each_row, each_row_pair, f32x4, i32x4, load_i16, load_i8, load_u8, pair, untile, Dot,
 };
-use super::{read_f16, scale_min_k4, Q8KBlock};
+use super::Smmla;
+use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8KBlock};
 use core::arch::aarch64::*;
 
 /// One super-block of weights: 256 quants as sixteen vectors of 16, and its scales.

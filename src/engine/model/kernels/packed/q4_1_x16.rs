@@ -11,20 +11,20 @@
 //! ggml's Q8_1 keeps it), accumulated with fused multiply-adds; [`dot`] is the plain reference
 //! the SIMD kernel matches bit for bit.
 
-use super::row_groups::{self, GROUP};
-use super::{read_f16, Q8Block, QK};
+use crate::engine::model::kernels::packed::{self, GROUP};
+use crate::engine::model::kernels::{read_f16, Q8Block, QK};
 
 /// Bytes of one group's block.
 pub const BLOCK_BYTES: usize = GROUP * 20;
 
-pub(super) const D: usize = 0;
-pub(super) const M: usize = 32;
-pub(super) const QS: usize = 64;
+pub(crate) const D: usize = 0;
+pub(crate) const M: usize = 32;
+pub(crate) const QS: usize = 64;
 
 /// Repacks `rows` rows of ggml Q4_1 blocks into `out`: whole groups, zeros where rows are
 /// missing (padding rows are not written). Groups are repacked in parallel.
 pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
-    row_groups::repack(w, rows, out, repack_block);
+    packed::repack(w, rows, out, repack_block);
 }
 
 /// Row `i`'s ggml block (`d`, `m`, 16 bytes of nibbles) into its lanes.
@@ -41,7 +41,7 @@ fn repack_block(src: &[u8; 20], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
 /// groups of [`BLOCK_BYTES`]-byte blocks), in the order the SIMD kernel computes it.
 pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [[f32; R]]) {
-    let nb = row_groups::check(w, a, out.len(), BLOCK_BYTES);
+    let nb = packed::check(w, a, out.len(), BLOCK_BYTES);
     if nb == 0 {
         out.iter_mut().for_each(|o| *o = [0.0; R]);
         return;

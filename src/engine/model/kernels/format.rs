@@ -1,0 +1,100 @@
+//! The GGUF weight formats with kernels of our own, one table row each: how a file stores a
+//! block, which activations it multiplies, and the layout it is repacked into where an
+//! instruction set has kernels for one.
+
+use super::layout::{Layout, Q8KLayout, Q8Layout};
+use super::packed;
+use candle_core::quantized::GgmlDType;
+
+/// A weight format as a GGUF file stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Q4_0,
+    Q4_1,
+    Q5_0,
+    Q8_0,
+    Q4K,
+    Q6K,
+}
+
+/// One row of [`FORMATS`].
+pub struct FormatSpec {
+    pub format: Format,
+    pub dtype: GgmlDType,
+    /// Elements per block.
+    pub block_elems: usize,
+    /// Bytes per block, as ggml stores it.
+    pub block_bytes: usize,
+    /// The blocks as the file has them (so also the activations they multiply).
+    pub ggml: Layout,
+    /// The layout the matrix is repacked into at load where the instruction set runs it
+    /// ([`super::Isa::runs`]), and the function that repacks `rows` rows into it.
+    pub packed: Option<(Layout, packed::Repack)>,
+}
+
+/// Every format with kernels of ours. Adding one: a row here, its layout in
+/// [`super::layout`], its reference in [`super::generic`], and its SIMD kernels where written.
+pub const FORMATS: [FormatSpec; 6] = [
+    FormatSpec {
+        format: Format::Q4_0,
+        dtype: GgmlDType::Q4_0,
+        block_elems: 32,
+        block_bytes: 18,
+        ggml: Layout::Q8(Q8Layout::Q4_0),
+        packed: None,
+    },
+    FormatSpec {
+        format: Format::Q4_1,
+        dtype: GgmlDType::Q4_1,
+        block_elems: 32,
+        block_bytes: 20,
+        ggml: Layout::Q8(Q8Layout::Q4_1),
+        packed: Some((Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)),
+    },
+    FormatSpec {
+        format: Format::Q5_0,
+        dtype: GgmlDType::Q5_0,
+        block_elems: 32,
+        block_bytes: 22,
+        ggml: Layout::Q8(Q8Layout::Q5_0),
+        packed: Some((Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)),
+    },
+    FormatSpec {
+        format: Format::Q8_0,
+        dtype: GgmlDType::Q8_0,
+        block_elems: 32,
+        block_bytes: 34,
+        ggml: Layout::Q8(Q8Layout::Q8_0),
+        packed: Some((Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)),
+    },
+    FormatSpec {
+        format: Format::Q4K,
+        dtype: GgmlDType::Q4K,
+        block_elems: 256,
+        block_bytes: 144,
+        ggml: Layout::Q8K(Q8KLayout::Q4K),
+        packed: Some((Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into)),
+    },
+    FormatSpec {
+        format: Format::Q6K,
+        dtype: GgmlDType::Q6K,
+        block_elems: 256,
+        block_bytes: 210,
+        ggml: Layout::Q8K(Q8KLayout::Q6K),
+        packed: None,
+    },
+];
+
+impl Format {
+    /// The format of `dtype`, if we have kernels for it.
+    pub fn from_dtype(dtype: GgmlDType) -> Option<Self> {
+        FORMATS.iter().find(|s| s.dtype == dtype).map(|s| s.format)
+    }
+
+    pub fn spec(self) -> &'static FormatSpec {
+        FORMATS
+            .iter()
+            .find(|s| s.format == self)
+            .expect("every format has a row in FORMATS")
+    }
+}

@@ -1,0 +1,64 @@
+//! The AVX-512 VNNI path: its token, and which kernel runs each layout ([`ggml`] and
+//! [`kquant`] for the files' blocks, one file per sixteen-row layout, sharing [`groups`]).
+
+mod ggml;
+mod groups;
+mod kquant;
+mod q4_1_x16;
+mod q4k_x16;
+mod q5_0_x16;
+mod q8_0_x16;
+
+use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
+use crate::engine::model::kernels::{Q8Block, Q8KBlock};
+
+/// Proof that the CPU has AVX-512 F, BW, VL and VNNI, and AVX2, FMA and F16C.
+#[derive(Clone, Copy, Debug)]
+pub struct Vnni(());
+
+impl Vnni {
+    pub fn detect() -> Option<Self> {
+        (is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c"))
+        .then_some(Self(()))
+    }
+}
+
+/// `out[c][r]` = weight row `c` of `w` · `a[r]`: every layout that takes [`Q8Block`]s.
+pub fn dot_q8<const R: usize>(
+    t: Vnni,
+    layout: Q8Layout,
+    w: &[u8],
+    a: &[&[Q8Block]; R],
+    out: &mut [[f32; R]],
+) {
+    match layout {
+        Q8Layout::Q4_0 => ggml::dot_q4_0(t, w, a, out),
+        Q8Layout::Q4_1 => ggml::dot_q4_1(t, w, a, out),
+        Q8Layout::Q5_0 => ggml::dot_q5_0(t, w, a, out),
+        Q8Layout::Q8_0 => ggml::dot_q8_0(t, w, a, out),
+        Q8Layout::Q4_1X16 => q4_1_x16::dot_q4_1_x16(t, w, a, out),
+        Q8Layout::Q5_0X16 => q5_0_x16::dot_q5_0_x16(t, w, a, out),
+        Q8Layout::Q8_0X16 => q8_0_x16::dot_q8_0_x16(t, w, a, out),
+    }
+}
+
+/// As [`dot_q8`] for the layouts that take [`Q8KBlock`]s.
+pub fn dot_q8k<const R: usize>(
+    t: Vnni,
+    layout: Q8KLayout,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    match layout {
+        Q8KLayout::Q4K => ggml::dot_q4k(t, w, a, out),
+        Q8KLayout::Q6K => ggml::dot_q6k(t, w, a, out),
+        Q8KLayout::Q4KX16 => q4k_x16::dot_q4k_x16(t, w, a, out),
+    }
+}
