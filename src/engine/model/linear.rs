@@ -6,9 +6,10 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
-//! On AVX-512 VNNI, Q4_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a time when the
-//! layer is built ([`kernels::packed`]), on AVX2 as well: their
-//! kernels then share every unpacked weight and float step across sixteen (AVX2: eight) rows.
+//! On x86's SIMD paths, Q4_K, Q6_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a
+//! time when the layer is built ([`kernels::packed`], chosen by [`Isa::packed_layout`] from the
+//! format table): their kernels then share every unpacked weight and float step across
+//! sixteen (AVX2: eight) rows.
 //!
 //! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
 //! candle's `QMatMul`, as before.

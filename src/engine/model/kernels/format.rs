@@ -81,7 +81,7 @@ pub const FORMATS: [FormatSpec; 6] = [
         block_elems: 256,
         block_bytes: 210,
         ggml: Layout::Q8K(Q8KLayout::Q6K),
-        packed: None,
+        packed: Some((Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)),
     },
 ];
 

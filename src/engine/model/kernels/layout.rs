@@ -27,6 +27,8 @@ pub enum Q8KLayout {
     Q6K,
     /// Q4_K repacked sixteen rows at a time ([`packed::q4k_x16`]).
     Q4KX16,
+    /// Q6_K repacked sixteen rows at a time ([`packed::q6k_x16`]).
+    Q6KX16,
 }
 
 /// A weight matrix's layout.
@@ -45,7 +47,7 @@ impl Layout {
             Layout::Q8(Q8Layout::Q5_0 | Q8Layout::Q5_0X16) => Format::Q5_0,
             Layout::Q8(Q8Layout::Q8_0 | Q8Layout::Q8_0X16) => Format::Q8_0,
             Layout::Q8K(Q8KLayout::Q4K | Q8KLayout::Q4KX16) => Format::Q4K,
-            Layout::Q8K(Q8KLayout::Q6K) => Format::Q6K,
+            Layout::Q8K(Q8KLayout::Q6K | Q8KLayout::Q6KX16) => Format::Q6K,
         }
     }
 
@@ -71,7 +73,7 @@ impl Layout {
     pub fn row_group(self) -> usize {
         match self {
             Layout::Q8(Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-            | Layout::Q8K(Q8KLayout::Q4KX16) => GROUP,
+            | Layout::Q8K(Q8KLayout::Q4KX16 | Q8KLayout::Q6KX16) => GROUP,
             _ => 1,
         }
     }

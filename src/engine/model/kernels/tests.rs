@@ -333,6 +333,12 @@ fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
 }
 
 #[test]
+fn q6k_x16_is_q6k_repacked_and_bit_exact_on_every_isa() {
+    let mut rng = Rng(0x853C49E6748FEA9B);
+    check_repacked(Format::Q6K, &[1, 3], &mut rng);
+}
+
+#[test]
 fn q5_0_x16_is_q5_0_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0xD1B54A32D192ED03);
     check_repacked(Format::Q5_0, &[1, 2, 5], &mut rng);

@@ -16,7 +16,7 @@
 use super::ops::{arr, load16, load32};
 use super::Avx2;
 use crate::engine::model::kernels::packed::{self, each_group, GROUP};
-use crate::engine::model::kernels::packed::{q4_1_x16, q4k_x16, q5_0_x16, q8_0_x16};
+use crate::engine::model::kernels::packed::{q4_1_x16, q4k_x16, q5_0_x16, q6k_x16, q8_0_x16};
 use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 use core::arch::x86_64::*;
@@ -117,6 +117,26 @@ pub fn dot_q4k_x16<P: BytePath, const R: usize>(
     )
 }
 
+/// `Q6_K×16` weights × [`Q8KBlock`] activations.
+pub fn dot_q6k_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    let nb = packed::check(w, a, out.len(), q6k_x16::BLOCK_BYTES);
+    groups(
+        t,
+        w,
+        nb,
+        out,
+        |block: &[u8; q6k_x16::BLOCK_BYTES], b, acc| {
+            // SAFETY: as in `dot_q4_1_x16`.
+            unsafe { q6k_block::<P, R>(block, b, a, acc) }
+        },
+    )
+}
+
 /// Per activation row, the two halves' float sums (lane `i` of half `h`: row `8h + i`).
 type Acc<const R: usize> = [[__m256; 2]; R];
 
@@ -199,7 +219,7 @@ fn f16x8(block: &[u8], at: usize) -> __m256 {
 /// The four activation bytes `y[4g..4g + 4]` in every 32-bit lane.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn broadcast4(y: &[i8; 32], g: usize) -> __m256i {
+fn broadcast4<const N: usize>(y: &[i8; N], g: usize) -> __m256i {
     let four: &[i8; 4] = arr(y, 4 * g);
     _mm256_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)))
 }
@@ -220,6 +240,30 @@ fn dot_small<P: BytePath>(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) ->
     }
     let ones = _mm256_set1_epi16(1);
     for g in (0..8).step_by(2) {
+        let pairs = _mm256_add_epi16(
+            _mm256_maddubs_epi16(q[g], y[g]),
+            _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
+        );
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(ones, pairs));
+    }
+    sum
+}
+
+/// As [`dot_small`] for four groups (a 16-element sub-block), for quants up to 63: two
+/// `vpmaddubsw` results still add in 16 bits (at most 63 · 128 · 4 < 2¹⁵).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn dot_small4<P: BytePath>(q: &[__m256i; 4], y: &[__m256i; 4], start: __m256i) -> __m256i {
+    let mut sum = start;
+    if P::VNNI {
+        for (&q, &y) in q.iter().zip(y) {
+            // SAFETY: `P::VNNI` proves AVX-VNNI (the `BytePath` contract).
+            sum = unsafe { dpbusd(sum, q, y) };
+        }
+        return sum;
+    }
+    let ones = _mm256_set1_epi16(1);
+    for g in (0..4).step_by(2) {
         let pairs = _mm256_add_epi16(
             _mm256_maddubs_epi16(q[g], y[g]),
             _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
@@ -420,13 +464,74 @@ fn q4k_block<P: BytePath, const R: usize>(
             let q = nibbles8(block, QS + 256 * s, h);
             for (ar, sum) in a.iter().zip(sum.iter_mut()) {
                 let ab = &ar[b];
-                let ys = arr(&ab.qs, 32 * s);
+                let ys: &[i8; 32] = arr(&ab.qs, 32 * s);
                 let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(ys, g));
                 let isum = _mm256_cvtepi32_ps(dot_small::<P>(&q, &y, _mm256_setzero_si256()));
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
                 let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
                 *sum = _mm256_fmadd_ps(isum, scale, *sum);
                 *sum = _mm256_fnmadd_ps(min, _mm256_set1_ps(ab.sums_f32[s]), *sum);
+            }
+        }
+        for ((ar, acc), sum) in a.iter().zip(acc.iter_mut()).zip(sum) {
+            acc[h] = _mm256_fmadd_ps(sum, _mm256_set1_ps(ar[b].d), acc[h]);
+        }
+    }
+}
+
+/// As the VNNI kernel, per half: the 6-bit quants (nibbles, and the two high bits moved to
+/// bits 4 and 5), each 16-element sub-block's integer sum less 32 Σ y, times the activations'
+/// step multiplier and the sub-block's scale, then the super-block's sum times their base
+/// step.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn q6k_block<P: BytePath, const R: usize>(
+    block: &[u8; q6k_x16::BLOCK_BYTES],
+    b: usize,
+    a: &[&[Q8KBlock]; R],
+    acc: &mut Acc<R>,
+) {
+    use q6k_x16::{D, QH, QL, SCALES};
+    let m2 = _mm256_set1_epi8(0x30);
+    for h in 0..2 {
+        let d = f16x8(block, D + 16 * h);
+        let mut sum = [_mm256_setzero_ps(); R];
+        for s in 0..8 {
+            let scale = |t: usize| {
+                let bytes =
+                    _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, SCALES + 16 * t + 8 * h)));
+                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d)
+            };
+            let scales = [scale(2 * s), scale(2 * s + 1)];
+            let nib = nibbles8(block, QL + 256 * s, h);
+            let high = [
+                half_bytes(block, QH + 128 * s, h),
+                half_bytes(block, QH + 128 * s + 64, h),
+            ];
+            let q: [__m256i; 8] = std::array::from_fn(|g| {
+                let hi = high[g / 4];
+                let hi = match g % 4 {
+                    0 => _mm256_slli_epi16(hi, 4),
+                    1 => _mm256_slli_epi16(hi, 2),
+                    2 => hi,
+                    _ => _mm256_srli_epi16(hi, 2),
+                };
+                _mm256_or_si256(nib[g], _mm256_and_si256(hi, m2))
+            });
+            let halves: [&[__m256i; 4]; 2] = [arr(&q, 0), arr(&q, 4)];
+            for (ar, sum) in a.iter().zip(sum.iter_mut()) {
+                let ab = &ar[b];
+                for (k, (q, scale)) in halves.into_iter().zip(scales).enumerate() {
+                    let t = 2 * s + k;
+                    let ys: &[i8; 16] = arr(&ab.qs, 16 * t);
+                    let y: [__m256i; 4] = std::array::from_fn(|g| broadcast4(ys, g));
+                    // The quants are stored +32: start from -32 Σ y.
+                    let start = _mm256_set1_epi32(-32 * i32::from(ab.bsums[t]));
+                    let isum = _mm256_cvtepi32_ps(dot_small4::<P>(q, &y, start));
+                    // Exact, as in the reference: |isum · mult| < 2²⁴.
+                    let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
+                    *sum = _mm256_fmadd_ps(isum, scale, *sum);
+                }
             }
         }
         for ((ar, acc), sum) in a.iter().zip(acc.iter_mut()).zip(sum) {

@@ -29,6 +29,24 @@ pub(super) fn dot_broadcast8(q: &[__m512i; 8], y: &[i8; 32], start: __m512i) -> 
     _mm512_add_epi32(even, odd)
 }
 
+/// As [`dot_broadcast8`] for four groups (a 16-element sub-block).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn dot_broadcast4(q: &[__m512i; 4], y: &[i8; 16], start: __m512i) -> __m512i {
+    let mut even = start;
+    let mut odd = _mm512_setzero_si512();
+    for (g, &qg) in q.iter().enumerate() {
+        let four: &[i8; 4] = arr(y, 4 * g);
+        let yg = _mm512_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)));
+        if g % 2 == 0 {
+            even = _mm512_dpbusd_epi32(even, qg, yg);
+        } else {
+            odd = _mm512_dpbusd_epi32(odd, qg, yg);
+        }
+    }
+    _mm512_add_epi32(even, odd)
+}
+
 /// Block `b` of a 32-element layout with one scale per row (`d`, lane `i`: row `i`) and its
 /// quants `q` against every activation row: `acc[r] += (Σ q·y + offset[r]) · d · d_a`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]

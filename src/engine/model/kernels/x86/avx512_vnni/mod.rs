@@ -7,6 +7,7 @@ mod kquant;
 mod q4_1_x16;
 mod q4k_x16;
 mod q5_0_x16;
+mod q6k_x16;
 mod q8_0_x16;
 
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
@@ -60,5 +61,6 @@ pub fn dot_q8k<const R: usize>(
         Q8KLayout::Q4K => ggml::dot_q4k(t, w, a, out),
         Q8KLayout::Q6K => ggml::dot_q6k(t, w, a, out),
         Q8KLayout::Q4KX16 => q4k_x16::dot_q4k_x16(t, w, a, out),
+        Q8KLayout::Q6KX16 => q6k_x16::dot_q6k_x16(t, w, a, out),
     }
 }
