@@ -224,12 +224,17 @@ fn broadcast4<const N: usize>(y: &[i8; N], g: usize) -> __m256i {
     _mm256_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)))
 }
 
-/// `start + Σ_g q[g] · y[4g..4g + 4]` per 32-bit lane, for unsigned quants small enough that
-/// two `vpmaddubsw` results add in 16 bits (at most 31 · 127 · 4 < 2¹⁵). With AVX-VNNI one
-/// `vpdpbusd` per group does all of it; the sum is the same integer.
+/// `start + Σ_g q[g] · y[4g..4g + 4]` per 32-bit lane over `N` (even) groups, for unsigned
+/// quants small enough that two `vpmaddubsw` results add in 16 bits (Q4's 15 or Q5's 31 with
+/// eight groups, Q6's 63 with four: at most 63 · 128 · 4 < 2¹⁵). With AVX-VNNI one `vpdpbusd`
+/// per group does all of it; the sum is the same integer.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn dot_small<P: BytePath>(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) -> __m256i {
+fn dot_small<P: BytePath, const N: usize>(
+    q: &[__m256i; N],
+    y: &[__m256i; N],
+    start: __m256i,
+) -> __m256i {
     let mut sum = start;
     if P::VNNI {
         for (&q, &y) in q.iter().zip(y) {
@@ -239,31 +244,7 @@ fn dot_small<P: BytePath>(q: &[__m256i; 8], y: &[__m256i; 8], start: __m256i) ->
         return sum;
     }
     let ones = _mm256_set1_epi16(1);
-    for g in (0..8).step_by(2) {
-        let pairs = _mm256_add_epi16(
-            _mm256_maddubs_epi16(q[g], y[g]),
-            _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
-        );
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(ones, pairs));
-    }
-    sum
-}
-
-/// As [`dot_small`] for four groups (a 16-element sub-block), for quants up to 63: two
-/// `vpmaddubsw` results still add in 16 bits (at most 63 · 128 · 4 < 2¹⁵).
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-fn dot_small4<P: BytePath>(q: &[__m256i; 4], y: &[__m256i; 4], start: __m256i) -> __m256i {
-    let mut sum = start;
-    if P::VNNI {
-        for (&q, &y) in q.iter().zip(y) {
-            // SAFETY: `P::VNNI` proves AVX-VNNI (the `BytePath` contract).
-            sum = unsafe { dpbusd(sum, q, y) };
-        }
-        return sum;
-    }
-    let ones = _mm256_set1_epi16(1);
-    for g in (0..4).step_by(2) {
+    for g in (0..N).step_by(2) {
         let pairs = _mm256_add_epi16(
             _mm256_maddubs_epi16(q[g], y[g]),
             _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
@@ -327,7 +308,7 @@ fn add_half<P: BytePath, const R: usize>(
     for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
         let ab = &ar[b];
         let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(&ab.qs, g));
-        let isum = _mm256_cvtepi32_ps(dot_small::<P>(q, &y, _mm256_set1_epi32(start)));
+        let isum = _mm256_cvtepi32_ps(dot_small::<P, 8>(q, &y, _mm256_set1_epi32(start)));
         acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
         if let Some(m) = m {
             acc[h] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.s), acc[h]);
@@ -466,7 +447,7 @@ fn q4k_block<P: BytePath, const R: usize>(
                 let ab = &ar[b];
                 let ys: &[i8; 32] = arr(&ab.qs, 32 * s);
                 let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(ys, g));
-                let isum = _mm256_cvtepi32_ps(dot_small::<P>(&q, &y, _mm256_setzero_si256()));
+                let isum = _mm256_cvtepi32_ps(dot_small::<P, 8>(&q, &y, _mm256_setzero_si256()));
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
                 let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
                 *sum = _mm256_fmadd_ps(isum, scale, *sum);
@@ -527,7 +508,7 @@ fn q6k_block<P: BytePath, const R: usize>(
                     let y: [__m256i; 4] = std::array::from_fn(|g| broadcast4(ys, g));
                     // The quants are stored +32: start from -32 Σ y.
                     let start = _mm256_set1_epi32(-32 * i32::from(ab.bsums[t]));
-                    let isum = _mm256_cvtepi32_ps(dot_small4::<P>(q, &y, start));
+                    let isum = _mm256_cvtepi32_ps(dot_small::<P, 4>(q, &y, start));
                     // Exact, as in the reference: |isum · mult| < 2²⁴.
                     let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
                     *sum = _mm256_fmadd_ps(isum, scale, *sum);

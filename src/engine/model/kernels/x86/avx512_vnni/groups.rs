@@ -9,30 +9,13 @@ use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
 use crate::engine::model::kernels::Q8Block;
 use core::arch::x86_64::*;
 
-/// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane, the four activation bytes broadcast to
-/// every lane (the sixteen-row layouts: lane `i` is weight row `i`). Two chains of four, so
-/// consecutive `vpdpbusd`s do not wait on each other; integer, so the order is free.
+/// `start + Σ_g q[g] · y[4g..4g + 4]` lane by lane over `N` groups (`y` has at least `4 N`
+/// bytes), the four activation bytes broadcast to every lane (the sixteen-row layouts: lane
+/// `i` is weight row `i`). Two chains, so consecutive `vpdpbusd`s do not wait on each other;
+/// integer, so the order is free.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-pub(super) fn dot_broadcast8(q: &[__m512i; 8], y: &[i8; 32], start: __m512i) -> __m512i {
-    let mut even = start;
-    let mut odd = _mm512_setzero_si512();
-    for (g, &qg) in q.iter().enumerate() {
-        let four: &[i8; 4] = arr(y, 4 * g);
-        let yg = _mm512_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)));
-        if g % 2 == 0 {
-            even = _mm512_dpbusd_epi32(even, qg, yg);
-        } else {
-            odd = _mm512_dpbusd_epi32(odd, qg, yg);
-        }
-    }
-    _mm512_add_epi32(even, odd)
-}
-
-/// As [`dot_broadcast8`] for four groups (a 16-element sub-block).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-#[inline]
-pub(super) fn dot_broadcast4(q: &[__m512i; 4], y: &[i8; 16], start: __m512i) -> __m512i {
+pub(super) fn dot_broadcast<const N: usize>(q: &[__m512i; N], y: &[i8], start: __m512i) -> __m512i {
     let mut even = start;
     let mut odd = _mm512_setzero_si512();
     for (g, &qg) in q.iter().enumerate() {
@@ -61,7 +44,7 @@ pub(super) fn add_scaled<const R: usize>(
 ) {
     for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
         let ab = &ar[b];
-        let isum = _mm512_cvtepi32_ps(dot_broadcast8(q, &ab.qs, _mm512_set1_epi32(start)));
+        let isum = _mm512_cvtepi32_ps(dot_broadcast(q, &ab.qs, _mm512_set1_epi32(start)));
         *acc = _mm512_fmadd_ps(isum, _mm512_mul_ps(d, _mm512_set1_ps(ab.d)), *acc);
     }
 }

@@ -7,7 +7,7 @@
 //! to it. Soundness as in [`super::ggml`].
 
 use super::ggml::load64;
-use super::groups::{dot_broadcast8, x16_groups};
+use super::groups::{dot_broadcast, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q4_1_x16::{BLOCK_BYTES, D, M, QS};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load32};
@@ -44,7 +44,7 @@ fn add_block<const R: usize>(
     });
     for (ar, acc) in a.iter().zip(acc) {
         let ab = &ar[b];
-        let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, &ab.qs, _mm512_setzero_si512()));
+        let isum = _mm512_cvtepi32_ps(dot_broadcast(&q, &ab.qs, _mm512_setzero_si512()));
         *acc = _mm512_fmadd_ps(isum, _mm512_mul_ps(d, _mm512_set1_ps(ab.d)), *acc);
         *acc = _mm512_fmadd_ps(m, _mm512_set1_ps(ab.s), *acc);
     }

@@ -9,7 +9,7 @@
 //! after the wrapper checked the lengths.
 
 use super::ggml::load64;
-use super::groups::{dot_broadcast8, x16_groups};
+use super::groups::{dot_broadcast, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
@@ -52,8 +52,8 @@ fn add_block<const R: usize>(
         });
         for (ar, sum) in a.iter().zip(sum.iter_mut()) {
             let ab = &ar[b];
-            let y = arr(&ab.qs, 32 * s);
-            let isum = _mm512_cvtepi32_ps(dot_broadcast8(&q, y, _mm512_setzero_si512()));
+            let y = &ab.qs[32 * s..32 * s + 32];
+            let isum = _mm512_cvtepi32_ps(dot_broadcast(&q, y, _mm512_setzero_si512()));
             // Exact, as in the reference: |isum · mult| < 2²⁴.
             let isum = _mm512_mul_ps(isum, _mm512_set1_ps(ab.mult_f32[s]));
             let bsum = ab.sums_f32[s];

@@ -11,7 +11,7 @@
 //! the lengths.
 
 use super::ggml::load64;
-use super::groups::{dot_broadcast4, x16_groups};
+use super::groups::{dot_broadcast, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q6k_x16::{BLOCK_BYTES, D, QH, QL, SCALES};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
@@ -77,7 +77,7 @@ fn add_block<const R: usize>(
                 let t = 2 * s + k;
                 // The quants are stored +32: start from -32 Σ y.
                 let start = _mm512_set1_epi32(-32 * i32::from(ab.bsums[t]));
-                let isum = dot_broadcast4(q, arr(&ab.qs, 16 * t), start);
+                let isum = dot_broadcast(q, &ab.qs[16 * t..16 * t + 16], start);
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
                 let isum = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(ab.mult_f32[s]));
                 *sum = _mm512_fmadd_ps(isum, scale, *sum);
