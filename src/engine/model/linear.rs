@@ -25,7 +25,7 @@
 
 use super::kernel_path::{self, Forced};
 use super::kernels::{self, Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
-use super::matmul::{matmul, quantize_rows, Activations, Mat};
+use super::matmul::{matmul, quantize_rows, Activations, Dots, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -337,8 +337,13 @@ fn forward_group_with(
                     k,
                     acts: &acts,
                 },
-                |layout, w, a, o| kernels::dot_q8k::<4>(isa, layout, w, a, o),
-                |layout, w, a, o| kernels::dot_q8k::<1>(isa, layout, w, a, o),
+                Dots::new(
+                    isa,
+                    Isa::wide_tiles,
+                    |layout, w, a, o| kernels::dot_q8k::<8>(isa, layout, w, a, o),
+                    |layout, w, a, o| kernels::dot_q8k::<4>(isa, layout, w, a, o),
+                    |layout, w, a, o| kernels::dot_q8k::<1>(isa, layout, w, a, o),
+                ),
             ))
         }
         (Some(mats), None) => {
@@ -352,8 +357,13 @@ fn forward_group_with(
                     k,
                     acts: &acts,
                 },
-                |layout, w, a, o| kernels::dot_q8::<4>(isa, layout, w, a, o),
-                |layout, w, a, o| kernels::dot_q8::<1>(isa, layout, w, a, o),
+                Dots::new(
+                    isa,
+                    Isa::wide_tiles,
+                    |layout, w, a, o| kernels::dot_q8::<8>(isa, layout, w, a, o),
+                    |layout, w, a, o| kernels::dot_q8::<4>(isa, layout, w, a, o),
+                    |layout, w, a, o| kernels::dot_q8::<1>(isa, layout, w, a, o),
+                ),
             ))
         }
         // Formats that cannot share a quantization (or candle's layers): one at a time.

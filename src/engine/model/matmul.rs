@@ -3,7 +3,7 @@
 //! rayon's pool runs (its idle workers sleep), each chunk computed by the kernels four
 //! activation rows at a time and written straight into its piece of the row-major output.
 
-use super::kernels::Layout;
+use super::kernels::{Isa, Layout};
 use rayon::prelude::*;
 
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
@@ -54,6 +54,69 @@ impl<'a, L> Mat<'a, L> {
     }
 }
 
+/// The kernels of a matmul, for 8, 4 and 1 activation rows at a time. `wide`: whether a
+/// layout's kernel takes eight rows (those whose registers hold eight rows' sums; elsewhere
+/// four spill less). A row's result is the same bits whichever computes it.
+pub(super) struct Dots<D8, D4, D1> {
+    pub(super) wide: fn(Isa, Layout) -> bool,
+    pub(super) isa: Isa,
+    pub(super) dot8: D8,
+    pub(super) dot4: D4,
+    pub(super) dot1: D1,
+}
+
+impl<D8, D4, D1> Dots<D8, D4, D1> {
+    /// The three kernels, named with their signatures (so closures get them).
+    pub(super) fn new<A, L>(
+        isa: Isa,
+        wide: fn(Isa, Layout) -> bool,
+        dot8: D8,
+        dot4: D4,
+        dot1: D1,
+    ) -> Self
+    where
+        D8: Fn(L, &[u8], &[&[A]; 8], &mut [[f32; 8]]),
+        D4: Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]),
+        D1: Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]),
+    {
+        Self {
+            wide,
+            isa,
+            dot8,
+            dot4,
+            dot1,
+        }
+    }
+}
+
+/// Runs `dot` on activation rows `first..` `R` at a time while `R` remain, writing each
+/// tile's results into its rows of `dst`; returns the first row not done.
+fn tiles<'a, A: 'a, L: Copy, const R: usize>(
+    dot: &impl Fn(L, &[u8], &[&[A]; R], &mut [[f32; R]]),
+    layout: L,
+    w: &[u8],
+    act: &impl Fn(usize) -> &'a [A],
+    dst: &mut [&mut [f32]],
+    first: usize,
+) -> usize {
+    let mut r = first;
+    let Some(cols) = dst.first().map(|d| d.len()) else {
+        return r;
+    };
+    let mut out = vec![[0f32; R]; cols];
+    while r + R <= dst.len() {
+        let a: [&[A]; R] = std::array::from_fn(|i| act(r + i));
+        dot(layout, w, &a, &mut out);
+        for (i, d) in dst[r..r + R].iter_mut().enumerate() {
+            for (v, o) in d.iter_mut().zip(&out) {
+                *v = o[i];
+            }
+        }
+        r += R;
+    }
+    r
+}
+
 /// The quantized input of a matmul: `rows` rows of `nb` blocks (`k` values).
 pub(super) struct Activations<'a, A> {
     pub(super) rows: usize,
@@ -75,9 +138,19 @@ struct Task<'y> {
 pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
     mats: &[Mat<L>],
     input: Activations<A>,
-    dot4: impl Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
-    dot1: impl Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
+    dots: Dots<
+        impl Fn(L, &[u8], &[&[A]; 8], &mut [[f32; 8]]) + Sync,
+        impl Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
+        impl Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
+    >,
 ) -> Vec<Vec<f32>> {
+    let Dots {
+        wide,
+        isa,
+        dot8,
+        dot4,
+        dot1,
+    } = dots;
     let Activations { rows, nb, k, acts } = input;
     let threads = rayon::current_num_threads();
     let total: usize = mats.iter().map(|m| m.out).sum();
@@ -117,8 +190,9 @@ pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
             dst,
         }));
     }
-    // Within a chunk: activation rows four at a time (they stay in L1), against each of the
-    // chunk's weight rows in turn (they stay in L2); the rows left over one at a time.
+    // Within a chunk: activation rows eight (`wide`) or four at a time (they stay in L1),
+    // against each of the chunk's weight rows in turn (they stay in L2); the rows left over
+    // one at a time.
     let work = |task: Task| {
         let Task {
             mat,
@@ -131,19 +205,10 @@ pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
         let wch = &m.w[c0 * m.row_bytes..end * m.row_bytes];
         let act = |r: usize| &acts[r * nb..(r + 1) * nb];
         let mut r = 0;
-        if rows >= 4 {
-            let mut o4 = vec![[0f32; 4]; ncols];
-            while r + 4 <= rows {
-                let a: [&[A]; 4] = std::array::from_fn(|i| act(r + i));
-                dot4(m.layout, wch, &a, &mut o4);
-                for (i, d) in dst[r..r + 4].iter_mut().enumerate() {
-                    for (v, o) in d.iter_mut().zip(&o4) {
-                        *v = o[i];
-                    }
-                }
-                r += 4;
-            }
+        if wide(isa, m.layout.into()) {
+            r = tiles(&dot8, m.layout, wch, &act, &mut dst, r);
         }
+        r = tiles(&dot4, m.layout, wch, &act, &mut dst, r);
         for d in &mut dst[r..] {
             dot1(m.layout, wch, &[act(r)], d.as_chunks_mut::<1>().0);
             r += 1;

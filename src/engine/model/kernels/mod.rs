@@ -141,6 +141,20 @@ impl Isa {
         }
     }
 
+    /// Whether a matmul should hand this implementation's kernel for `layout` activation
+    /// rows eight at a time rather than four: AVX-512's 32 registers hold eight rows' sums
+    /// beside a sixteen-row block's unpacked weights, which then serve twice the rows (about
+    /// a tenth of a SmolLM2 prefill); AVX2's and NEON's 16 registers, and the ggml-layout
+    /// kernels' own tiles, would spill.
+    pub fn wide_tiles(self, layout: Layout) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if let Isa::Vnni(_) = self {
+            return layout.is_packed();
+        }
+        let _ = layout;
+        false
+    }
+
     /// The layout a matrix of `format` is best stored in for this implementation, and the
     /// repacker that makes it (`None`: ggml's blocks as the file has them).
     pub fn packed_layout(self, format: Format) -> Option<(Layout, packed::Repack)> {

@@ -131,6 +131,20 @@ fn all_results(f: impl Fn(Layout, &[Isa], &[Vec<[f32; 4]>])) {
                                 );
                             }
                         }
+                        // Eight rows at a time (the four, shifted and repeated) give the
+                        // same bits as four.
+                        let eight_refs: [&Acts; 8] = std::array::from_fn(|r| refs[(r + 1) % 4]);
+                        let eight = run::<8>(isa, kind, &w, &eight_refs, cols);
+                        for (c, (e, f)) in eight.iter().zip(&four).enumerate() {
+                            for r in 0..8 {
+                                assert_eq!(
+                                    e[r].to_bits(),
+                                    f[(r + 1) % 4].to_bits(),
+                                    "{kind:?} {isa:?} nb={nb}: row {r} column {c} differs in \
+                                     eight and in four"
+                                );
+                            }
+                        }
                         for (r, a) in refs.iter().enumerate() {
                             let one = run::<1>(isa, kind, &w, &[a], cols);
                             for c in 0..cols {
@@ -313,6 +327,13 @@ fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
                     bits(&want[1..]),
                     "{isa:?}: a row changed lanes"
                 );
+                let eight_refs: [&Acts; 8] = std::array::from_fn(|r| refs[r % 4]);
+                let eight = run::<8>(isa, packed_kind, &packed, &eight_refs, rows);
+                let eight: Vec<[u32; 4]> = eight
+                    .iter()
+                    .map(|o| std::array::from_fn(|r| o[r + 4].to_bits()))
+                    .collect();
+                assert_eq!(eight, bits(&want), "{isa:?}: eight rows at a time");
                 let chunk = run::<4>(isa, packed_kind, later, &refs, rows - 16);
                 assert_eq!(bits(&chunk), bits(&want[16..]), "{isa:?}: a later chunk");
                 for (r, a) in refs.iter().enumerate() {
