@@ -6,13 +6,13 @@
 //! from the mapped file), activations are quantized per row ([`kernels`]), and the output columns are
 //! split over rayon's global pool, whose idle workers sleep.
 //!
-//! On x86's SIMD paths, Q4_K, Q6_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen rows at a
-//! time when the layer is built ([`kernels::packed`], chosen by [`Isa::packed_layout`] from the
+//! On x86's SIMD paths, Q4_K, Q5_K, Q6_K, Q5_0, Q4_1 and Q8_0 matrices are repacked sixteen
+//! rows at a time when the layer is built ([`kernels::packed`], chosen by [`Isa::packed_layout`] from the
 //! format table): their kernels then share every unpacked weight and float step across
 //! sixteen (AVX2: eight) rows.
 //!
-//! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, Q5_K, ...) go through
-//! candle's `QMatMul`, as before.
+//! Formats without a kernel of ours (F32, F16, BF16, Q5_1, Q2_K, Q3_K, and Q5_K off x86's SIMD
+//! paths, ...) go through candle's `QMatMul`, as before.
 //!
 //! Batch invariance: a row's result depends only on that row (same quantization, same kernel
 //! arithmetic whether it is computed in a group of 4 or alone), never on how many rows there
@@ -66,11 +66,12 @@ impl WeightBytes {
     }
 }
 
-/// Our kernels' format for `dtype`, if there are kernels and rows of `in_dim` split into its
-/// blocks.
+/// Our kernels' format for `dtype`, if there are kernels for it on this path (in ggml's
+/// layout, or in a repacked one the path runs) and rows of `in_dim` split into its blocks.
 fn native_format(dtype: GgmlDType, in_dim: usize) -> Option<Format> {
     Format::from_dtype(dtype)
         .filter(|f| in_dim.is_multiple_of(f.spec().block_elems))
+        .filter(|f| f.spec().ggml.is_some() || kernel_path::isa().packed_layout(*f).is_some())
         .filter(|_| !matches!(kernel_path::forced(), Forced::Candle | Forced::Exact))
 }
 
@@ -132,15 +133,20 @@ impl QLinear {
     /// A linear layer over a `(out, in)` matrix.
     pub fn from_arc(tensor: Arc<QTensor>) -> Result<Self> {
         let (out_dim, in_dim) = tensor.shape().dims2()?;
-        let imp = match native_format(tensor.dtype(), in_dim) {
+        let native = match native_format(tensor.dtype(), in_dim) {
             Some(format) => {
                 let data = tensor.data()?;
-                let (weights, layout) = match repacked(&data, format, out_dim, |_| {}) {
-                    Some(packed) => packed?,
-                    None => (WeightBytes::Owned(data.into_owned()), format.spec().ggml),
-                };
-                Imp::Native { weights, layout }
+                match (repacked(&data, format, out_dim, |_| {}), format.spec().ggml) {
+                    (Some(packed), _) => Some(packed?),
+                    (None, Some(ggml)) => Some((WeightBytes::Owned(data.into_owned()), ggml)),
+                    // Only a repacked layout has kernels, and this matrix was not repacked.
+                    (None, None) => None,
+                }
             }
+            None => None,
+        };
+        let imp = match native {
+            Some((weights, layout)) => Imp::Native { weights, layout },
             None => Imp::Candle(candle_matmul(tensor)?),
         };
         Ok(Self {
@@ -167,7 +173,9 @@ impl QLinear {
                     bytes.release();
                     packed
                 }
-                None => (WeightBytes::Mapped(bytes), format.spec().ggml),
+                // Only a repacked layout has kernels, and this matrix was not repacked: candle
+                // computes it.
+                None => (WeightBytes::Mapped(bytes), format.spec().ggml?),
             };
         Some(Self {
             imp: Imp::Native { weights, layout },

@@ -14,6 +14,7 @@ pub enum Format {
     Q5_0,
     Q8_0,
     Q4K,
+    Q5K,
     Q6K,
 }
 
@@ -25,22 +26,24 @@ pub struct FormatSpec {
     pub block_elems: usize,
     /// Bytes per block, as ggml stores it.
     pub block_bytes: usize,
-    /// The blocks as the file has them (so also the activations they multiply).
-    pub ggml: Layout,
+    /// The blocks as the file has them, where kernels of ours read them (`None`: only the
+    /// repacked layout has kernels; where it does not run, candle computes the matrix).
+    pub ggml: Option<Layout>,
     /// The layout the matrix is repacked into at load where the instruction set runs it
     /// ([`super::Isa::runs`]), and the function that repacks `rows` rows into it.
     pub packed: Option<(Layout, packed::Repack)>,
 }
 
-/// Every format with kernels of ours. Adding one: a row here, its layout in
-/// [`super::layout`], its reference in [`super::generic`], and its SIMD kernels where written.
-pub const FORMATS: [FormatSpec; 6] = [
+/// Every format with kernels of ours. Adding one: a row here, its layouts in
+/// [`super::layout`], their references in [`super::generic`] or [`super::packed`], and SIMD
+/// kernels where written.
+pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q4_0,
         dtype: GgmlDType::Q4_0,
         block_elems: 32,
         block_bytes: 18,
-        ggml: Layout::Q8(Q8Layout::Q4_0),
+        ggml: Some(Layout::Q8(Q8Layout::Q4_0)),
         packed: None,
     },
     FormatSpec {
@@ -48,7 +51,7 @@ pub const FORMATS: [FormatSpec; 6] = [
         dtype: GgmlDType::Q4_1,
         block_elems: 32,
         block_bytes: 20,
-        ggml: Layout::Q8(Q8Layout::Q4_1),
+        ggml: Some(Layout::Q8(Q8Layout::Q4_1)),
         packed: Some((Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)),
     },
     FormatSpec {
@@ -56,7 +59,7 @@ pub const FORMATS: [FormatSpec; 6] = [
         dtype: GgmlDType::Q5_0,
         block_elems: 32,
         block_bytes: 22,
-        ggml: Layout::Q8(Q8Layout::Q5_0),
+        ggml: Some(Layout::Q8(Q8Layout::Q5_0)),
         packed: Some((Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)),
     },
     FormatSpec {
@@ -64,7 +67,7 @@ pub const FORMATS: [FormatSpec; 6] = [
         dtype: GgmlDType::Q8_0,
         block_elems: 32,
         block_bytes: 34,
-        ggml: Layout::Q8(Q8Layout::Q8_0),
+        ggml: Some(Layout::Q8(Q8Layout::Q8_0)),
         packed: Some((Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)),
     },
     FormatSpec {
@@ -72,15 +75,23 @@ pub const FORMATS: [FormatSpec; 6] = [
         dtype: GgmlDType::Q4K,
         block_elems: 256,
         block_bytes: 144,
-        ggml: Layout::Q8K(Q8KLayout::Q4K),
+        ggml: Some(Layout::Q8K(Q8KLayout::Q4K)),
         packed: Some((Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into)),
+    },
+    FormatSpec {
+        format: Format::Q5K,
+        dtype: GgmlDType::Q5K,
+        block_elems: 256,
+        block_bytes: 176,
+        ggml: None,
+        packed: Some((Layout::Q8K(Q8KLayout::Q5KX16), packed::q5k_x16::repack_into)),
     },
     FormatSpec {
         format: Format::Q6K,
         dtype: GgmlDType::Q6K,
         block_elems: 256,
         block_bytes: 210,
-        ggml: Layout::Q8K(Q8KLayout::Q6K),
+        ggml: Some(Layout::Q8K(Q8KLayout::Q6K)),
         packed: Some((Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)),
     },
 ];

@@ -27,6 +27,9 @@ pub enum Q8KLayout {
     Q6K,
     /// Q4_K repacked sixteen rows at a time ([`packed::q4k_x16`]).
     Q4KX16,
+    /// Q5_K repacked sixteen rows at a time ([`packed::q5k_x16`]); Q5_K has no kernel in
+    /// ggml's layout.
+    Q5KX16,
     /// Q6_K repacked sixteen rows at a time ([`packed::q6k_x16`]).
     Q6KX16,
 }
@@ -47,6 +50,7 @@ impl Layout {
             Layout::Q8(Q8Layout::Q5_0 | Q8Layout::Q5_0X16) => Format::Q5_0,
             Layout::Q8(Q8Layout::Q8_0 | Q8Layout::Q8_0X16) => Format::Q8_0,
             Layout::Q8K(Q8KLayout::Q4K | Q8KLayout::Q4KX16) => Format::Q4K,
+            Layout::Q8K(Q8KLayout::Q5KX16) => Format::Q5K,
             Layout::Q8K(Q8KLayout::Q6K | Q8KLayout::Q6KX16) => Format::Q6K,
         }
     }
@@ -65,6 +69,7 @@ impl Layout {
     pub fn block_bytes(self) -> usize {
         match self {
             Layout::Q8K(Q8KLayout::Q4KX16) => packed::q4k_x16::ROW_BLOCK_BYTES,
+            Layout::Q8K(Q8KLayout::Q5KX16) => packed::q5k_x16::ROW_BLOCK_BYTES,
             _ => self.format().spec().block_bytes,
         }
     }
@@ -73,7 +78,7 @@ impl Layout {
     pub fn row_group(self) -> usize {
         match self {
             Layout::Q8(Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-            | Layout::Q8K(Q8KLayout::Q4KX16 | Q8KLayout::Q6KX16) => GROUP,
+            | Layout::Q8K(Q8KLayout::Q4KX16 | Q8KLayout::Q5KX16 | Q8KLayout::Q6KX16) => GROUP,
             _ => 1,
         }
     }

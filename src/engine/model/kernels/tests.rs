@@ -8,22 +8,28 @@ use super::test_rng::Rng;
 use super::*;
 
 /// Where a block of ggml's layout keeps its f16 scales.
-fn f16_fields(kind: Layout) -> &'static [usize] {
-    match kind.format() {
-        Format::Q4_1 | Format::Q4K => &[0, 2],
+fn f16_fields(format: Format) -> &'static [usize] {
+    match format {
+        Format::Q4_1 | Format::Q4K | Format::Q5K => &[0, 2],
         Format::Q6K => &[208],
         Format::Q4_0 | Format::Q5_0 | Format::Q8_0 => &[0],
     }
 }
 
-/// `rows` weight rows of `nb` blocks: random bytes (so every quant and packed scale value
-/// occurs, Q8_0's -128 included) with valid f16 scales.
-fn weights(kind: Layout, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
-    let mut w: Vec<u8> = (0..rows * nb * kind.block_bytes())
+/// Whether `format`'s kernels take k-quant activations.
+fn uses_q8k(format: Format) -> bool {
+    format.spec().block_elems == QK_K
+}
+
+/// `rows` weight rows of `nb` ggml blocks: random bytes (so every quant and packed scale
+/// value occurs, Q8_0's -128 included) with valid f16 scales.
+fn weights(format: Format, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
+    let block_bytes = format.spec().block_bytes;
+    let mut w: Vec<u8> = (0..rows * nb * block_bytes)
         .map(|_| rng.u64() as u8)
         .collect();
-    for b in w.chunks_exact_mut(kind.block_bytes()) {
-        for &at in f16_fields(kind) {
+    for b in w.chunks_exact_mut(block_bytes) {
+        for &at in f16_fields(format) {
             b[at..at + 2].copy_from_slice(&rng.f16());
         }
     }
@@ -32,11 +38,11 @@ fn weights(kind: Layout, rows: usize, nb: usize, rng: &mut Rng) -> Vec<u8> {
 
 /// A row of activations: usually random values quantized as the engine does, sometimes the
 /// extreme quants (every one ±127 for Q8, -128 for Q8_K).
-fn activations(kind: Layout, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
-    let x: Vec<f32> = (0..nb * kind.block_elems())
+fn activations(format: Format, nb: usize, extreme: bool, rng: &mut Rng) -> Acts {
+    let x: Vec<f32> = (0..nb * format.spec().block_elems)
         .map(|_| rng.activation())
         .collect();
-    if kind.uses_q8k() {
+    if uses_q8k(format) {
         let mut a = vec![Q8KBlock::default(); nb];
         quantize_q8k(&x, &mut a);
         if extreme {
@@ -99,7 +105,7 @@ fn run<const R: usize>(
 fn all_results(f: impl Fn(Layout, &[Isa], &[Vec<[f32; 4]>])) {
     let mut rng = Rng(0x2545F4914F6CDD1D);
     let isas = Isa::all();
-    for kind in FORMATS.iter().map(|s| s.ggml) {
+    for (format, kind) in FORMATS.iter().filter_map(|s| Some((s.format, s.ggml?))) {
         let widths: &[usize] = if kind.uses_q8k() {
             &[1, 2, 3]
         } else {
@@ -108,9 +114,9 @@ fn all_results(f: impl Fn(Layout, &[Isa], &[Vec<[f32; 4]>])) {
         for &nb in widths {
             for extreme in [false, true] {
                 let cols = 9;
-                let w = weights(kind, cols, nb, &mut rng);
+                let w = weights(format, cols, nb, &mut rng);
                 let acts: [Acts; 4] =
-                    std::array::from_fn(|_| activations(kind, nb, extreme, &mut rng));
+                    std::array::from_fn(|_| activations(format, nb, extreme, &mut rng));
                 let refs: [&Acts; 4] = std::array::from_fn(|r| &acts[r]);
                 let results: Vec<Vec<[f32; 4]>> = isas
                     .iter()
@@ -274,10 +280,9 @@ fn the_best_isa_is_the_fastest_detected() {
 /// for bit) on every implementation: batched or alone, a row moved to another lane, a later
 /// chunk.
 fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
-    let kind = format.spec().ggml;
     let (packed_kind, repack_into) = format.spec().packed.expect("a repacked layout");
     let repack = |w: &[u8], rows: usize| {
-        let blocks = w.len() / rows / kind.block_bytes();
+        let blocks = w.len() / rows / format.spec().block_bytes;
         let mut out = vec![0; rows.next_multiple_of(16) * blocks * packed_kind.block_bytes()];
         repack_into(w, rows, &mut out);
         out
@@ -286,11 +291,14 @@ fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
         for extreme in [false, true] {
             // 37 rows: two whole groups of 16 and a padded one.
             let rows = 37;
-            let w = weights(kind, rows, nb, rng);
+            let w = weights(format, rows, nb, rng);
             let packed = repack(&w, rows);
-            let acts: [Acts; 4] = std::array::from_fn(|_| activations(kind, nb, extreme, rng));
+            let acts: [Acts; 4] = std::array::from_fn(|_| activations(format, nb, extreme, rng));
             let refs: [&Acts; 4] = std::array::from_fn(|r| &acts[r]);
-            let ggml = run::<4>(Isa::Scalar, kind, &w, &refs, rows);
+            let ggml = match format.spec().ggml {
+                Some(kind) => run::<4>(Isa::Scalar, kind, &w, &refs, rows),
+                None => dequantized_products(format, &w, rows, &refs),
+            };
             let want = run::<4>(Isa::Scalar, packed_kind, &packed, &refs, rows);
             let rms = (ggml
                 .iter()
@@ -304,7 +312,7 @@ fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
                     let err = (g[r] as f64 - x[r] as f64).abs();
                     assert!(
                         err <= 1e-5 * rms + 1e-30,
-                        "{kind:?} [{c}][{r}]: {} vs {}",
+                        "{format:?} [{c}][{r}]: {} vs {}",
                         x[r],
                         g[r]
                     );
@@ -353,6 +361,53 @@ fn q4k_x16_is_q4k_repacked_and_bit_exact_on_every_isa() {
     check_repacked(Format::Q4K, &[1, 3], &mut rng);
 }
 
+/// `out[c][r]` for a format with no kernel in ggml's layout: candle's dequantized weights
+/// times the exact values of the activations, in f64.
+fn dequantized_products(format: Format, w: &[u8], rows: usize, acts: &[&Acts; 4]) -> Vec<[f32; 4]> {
+    use candle_core::quantized::QTensor;
+    let row_bytes = w.len() / rows;
+    let nb = row_bytes / format.spec().block_bytes;
+    let k = nb * format.spec().block_elems;
+    let values = |a: &Acts| -> Vec<f64> {
+        match a {
+            Acts::K(blocks) => blocks
+                .iter()
+                .flat_map(|b| {
+                    (0..QK_K).map(move |e| b.qs[e] as f64 * b.d as f64 * b.mult[e / 32] as f64)
+                })
+                .collect(),
+            Acts::Q8(blocks) => blocks
+                .iter()
+                .flat_map(|b| b.qs.iter().map(move |&q| q as f64 * b.d as f64))
+                .collect(),
+        }
+    };
+    let y: Vec<Vec<f64>> = acts.iter().map(|a| values(a)).collect();
+    (0..rows)
+        .map(|c| {
+            let raw = &w[c * row_bytes..(c + 1) * row_bytes];
+            let storage = crate::engine::model::weights::qstorage(raw, format.spec().dtype)
+                .expect("candle stores the format");
+            let x = QTensor::new(storage, (k,))
+                .and_then(|t| t.dequantize(&candle_core::Device::Cpu))
+                .and_then(|t| t.to_vec1::<f32>())
+                .expect("candle dequantizes");
+            std::array::from_fn(|r| {
+                x.iter()
+                    .zip(&y[r])
+                    .map(|(&a, &b)| a as f64 * b)
+                    .sum::<f64>() as f32
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn q5k_x16_is_q5k_repacked_and_bit_exact_on_every_isa() {
+    let mut rng = Rng(0x3C6EF372FE94F82B);
+    check_repacked(Format::Q5K, &[1, 3], &mut rng);
+}
+
 #[test]
 fn q6k_x16_is_q6k_repacked_and_bit_exact_on_every_isa() {
     let mut rng = Rng(0x853C49E6748FEA9B);
@@ -376,7 +431,7 @@ fn a_q8_0_x16_row_dequantizes_to_ggml_s_values_bit_for_bit() {
     use candle_core::quantized::{GgmlDType, QTensor};
     let mut rng = Rng(0x2545F4914F6CDD1D);
     let (rows, nb) = (37, 3);
-    let w = weights(Format::Q8_0.spec().ggml, rows, nb, &mut rng);
+    let w = weights(Format::Q8_0, rows, nb, &mut rng);
     let mut packed = vec![0; rows.next_multiple_of(16) * nb * 34];
     q8_0_x16::repack_into(&w, rows, &mut packed);
     for row in 0..rows {
@@ -406,20 +461,23 @@ fn the_format_table_agrees_with_ggml_and_its_layouts() {
         assert_eq!(Format::from_dtype(spec.dtype), Some(f));
         assert_eq!(spec.block_elems, spec.dtype.block_size(), "{f:?}");
         assert_eq!(spec.block_bytes, spec.dtype.type_size(), "{f:?}");
-        assert_eq!(spec.ggml.format(), f);
         assert!(
-            !spec.ggml.is_packed(),
-            "{f:?}: ggml's layout is one row at a time"
+            spec.ggml.is_some() || spec.packed.is_some(),
+            "{f:?} has a kernel somewhere"
         );
-        if let Some((packed, _)) = spec.packed {
-            assert_eq!(packed.format(), f, "{packed:?} holds {f:?}");
-            assert!(packed.is_packed());
-            assert_eq!(
-                packed.uses_q8k(),
-                spec.ggml.uses_q8k(),
-                "{f:?}: same activations"
+        for layout in spec.ggml.into_iter().chain(spec.packed.map(|(l, _)| l)) {
+            assert_eq!(layout.format(), f, "{layout:?} holds {f:?}");
+            assert_eq!(layout.uses_q8k(), uses_q8k(f), "{f:?}: its activations");
+            assert_eq!(layout.block_elems(), spec.block_elems);
+        }
+        if let Some(ggml) = spec.ggml {
+            assert!(
+                !ggml.is_packed(),
+                "{f:?}: ggml's layout is one row at a time"
             );
-            assert_eq!(packed.block_elems(), spec.block_elems);
+        }
+        if let Some((packed, _)) = spec.packed {
+            assert!(packed.is_packed());
         }
     }
 }

@@ -5,7 +5,7 @@
 pub mod ggml;
 
 use super::layout::{Layout, Q8KLayout, Q8Layout};
-use super::packed::{q4_1_x16, q4k_x16, q5_0_x16, q6k_x16, q8_0_x16};
+use super::packed::{q4_1_x16, q4k_x16, q5_0_x16, q5k_x16, q6k_x16, q8_0_x16};
 use super::{Q8Block, Q8KBlock};
 
 /// Checks that `w` is `rows` whole rows of `layout`'s blocks (a ggml layout) and each
@@ -89,6 +89,7 @@ pub fn dot_q8k<const R: usize>(
         Q8KLayout::Q4K => ggml::dot_q4k,
         Q8KLayout::Q6K => ggml::dot_q6k,
         Q8KLayout::Q4KX16 => return q4k_x16::dot(w, a, out),
+        Q8KLayout::Q5KX16 => return q5k_x16::dot(w, a, out),
         Q8KLayout::Q6KX16 => return q6k_x16::dot(w, a, out),
     };
     each_row(f, layout.into(), w, a, out)

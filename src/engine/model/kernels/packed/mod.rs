@@ -7,6 +7,7 @@
 pub mod q4_1_x16;
 pub mod q4k_x16;
 pub mod q5_0_x16;
+pub mod q5k_x16;
 pub mod q6k_x16;
 pub mod q8_0_x16;
 

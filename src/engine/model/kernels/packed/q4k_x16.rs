@@ -43,22 +43,35 @@ pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
 /// Row `i`'s ggml block into its lanes of a group's block.
 #[inline(always)]
 fn repack_block(src: &[u8; 144], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
-    dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
-    dst[DMIN + 2 * i..DMIN + 2 * i + 2].copy_from_slice(&src[2..4]);
+    put_row(
+        src[0..16].try_into().expect("16 bytes"),
+        &src[16..144],
+        i,
+        dst,
+    );
+}
+
+/// Row `i`'s `d`, `dmin` and packed scales (`head`, ggml's first 16 bytes) and its 128 bytes
+/// of nibbles `qs` (ggml's order) into its lanes of a group's block `dst`, which starts with
+/// this layout's fields (Q5_K×16's does too).
+#[inline(always)]
+pub(crate) fn put_row(head: &[u8; 16], qs: &[u8], i: usize, dst: &mut [u8]) {
+    dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&head[0..2]);
+    dst[DMIN + 2 * i..DMIN + 2 * i + 2].copy_from_slice(&head[2..4]);
     for s in 0..8 {
-        let (sc, m) = scale_min_k4(s, &src[4..16]);
+        let (sc, m) = scale_min_k4(s, &head[4..16]);
         dst[SCALES + 16 * s + i] = sc;
         dst[MINS + 16 * s + i] = m;
     }
     // ggml: bytes 32j.. hold quants 64j.. in their low nibbles and 64j + 32.. in the high
     // ones, so sub-block s is in the low (s even) or high (s odd) nibbles of bytes 32(s/2)..;
     // four quants at a time, as u32.
-    let word = |at: usize| u32::from_le_bytes([src[at], src[at + 1], src[at + 2], src[at + 3]]);
+    let word = |at: usize| u32::from_le_bytes([qs[at], qs[at + 1], qs[at + 2], qs[at + 3]]);
     const LOW: u32 = 0x0F0F_0F0F;
     for s in 0..8 {
         for h in 0..4 {
-            let first = word(16 + 32 * (s / 2) + 4 * h);
-            let second = word(16 + 32 * (s / 2) + 16 + 4 * h);
+            let first = word(32 * (s / 2) + 4 * h);
+            let second = word(32 * (s / 2) + 16 + 4 * h);
             let packed = if s % 2 == 0 {
                 (first & LOW) | (second & LOW) << 4
             } else {
@@ -71,7 +84,7 @@ fn repack_block(src: &[u8; 144], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
 }
 
 /// The quant of row `i` at position `l` of a group's block.
-fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
+pub(crate) fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
     let (s, within) = (l / 32, l % 32);
     let byte = block[QS + 256 * s + 64 * (within % 16 / 4) + 4 * i + within % 4];
     if within < 16 {
@@ -81,22 +94,29 @@ fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
     }
 }
 
-pub(crate) fn check<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], rows: usize) -> usize {
-    packed::check(w, a, rows, BLOCK_BYTES)
-}
-
 /// The plain reference: `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows of `w` (whole
 /// groups of [`BLOCK_BYTES`]-byte blocks), in the order the SIMD kernel computes it.
 pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
-    let nb = check(w, a, out.len());
+    dot_with::<R, BLOCK_BYTES>(w, a, out, quant_at)
+}
+
+/// [`dot`] for a layout that starts with this one's fields, in `B`-byte group blocks, whose
+/// quant of row `i` at position `l` is `quant(block, i, l)` (Q5_K×16 adds a fifth bit).
+pub(crate) fn dot_with<const R: usize, const B: usize>(
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+    quant: fn(&[u8], usize, usize) -> u8,
+) {
+    let nb = packed::check(w, a, out.len(), B);
     if nb == 0 {
         out.iter_mut().for_each(|o| *o = [0.0; R]);
         return;
     }
-    for (g, group) in w.chunks_exact(nb * BLOCK_BYTES).enumerate() {
+    for (g, group) in w.chunks_exact(nb * B).enumerate() {
         for (i, o) in out.iter_mut().skip(g * GROUP).take(GROUP).enumerate() {
             let mut acc = [0f32; R];
-            for (b, block) in group.chunks_exact(BLOCK_BYTES).enumerate() {
+            for (b, block) in group.chunks_exact(B).enumerate() {
                 let d = read_f16(block, D + 2 * i);
                 let dmin = read_f16(block, DMIN + 2 * i);
                 for r in 0..R {
@@ -105,7 +125,7 @@ pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]])
                     for s in 0..8 {
                         let isum: i32 = (0..32)
                             .map(|l| {
-                                let q = quant_at(block, i, 32 * s + l) as i32;
+                                let q = quant(block, i, 32 * s + l) as i32;
                                 q * ab.qs[32 * s + l] as i32
                             })
                             .sum();

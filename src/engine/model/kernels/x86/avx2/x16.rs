@@ -16,7 +16,9 @@
 use super::ops::{arr, load16, load32};
 use super::Avx2;
 use crate::engine::model::kernels::packed::{self, each_group, GROUP};
-use crate::engine::model::kernels::packed::{q4_1_x16, q4k_x16, q5_0_x16, q6k_x16, q8_0_x16};
+use crate::engine::model::kernels::packed::{
+    q4_1_x16, q4k_x16, q5_0_x16, q5k_x16, q6k_x16, q8_0_x16,
+};
 use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 use core::arch::x86_64::*;
@@ -112,9 +114,24 @@ pub fn dot_q4k_x16<P: BytePath, const R: usize>(
         out,
         |block: &[u8; q4k_x16::BLOCK_BYTES], b, acc| {
             // SAFETY: as in `dot_q4_1_x16`.
-            unsafe { q4k_block::<P, R>(block, b, a, acc) }
+            unsafe { q4k_block::<P, R, { q4k_x16::BLOCK_BYTES }, false>(block, b, a, acc) }
         },
     )
+}
+
+/// `Q5_K×16` weights × [`Q8KBlock`] activations.
+pub fn dot_q5k_x16<P: BytePath, const R: usize>(
+    t: P,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    const B: usize = q5k_x16::BLOCK_BYTES;
+    let nb = packed::check(w, a, out.len(), B);
+    groups(t, w, nb, out, |block: &[u8; B], b, acc| {
+        // SAFETY: as in `dot_q4_1_x16`.
+        unsafe { q4k_block::<P, R, B, true>(block, b, a, acc) }
+    })
 }
 
 /// `Q6_K×16` weights × [`Q8KBlock`] activations.
@@ -336,6 +353,27 @@ fn nibbles8(block: &[u8], at: usize, h: usize) -> [__m256i; 8] {
     })
 }
 
+/// The five-bit quants of a half: the nibbles `nib`, and bit `g` of the high-bit bytes `hi`
+/// moved to bit 4 of group `g` (the Q5_0×16 and Q5_K×16 layouts' packing).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn with_fifth_bits(nib: [__m256i; 8], hi: __m256i) -> [__m256i; 8] {
+    let bit4 = _mm256_set1_epi8(0x10);
+    std::array::from_fn(|g| {
+        let fifth = match g {
+            0 => _mm256_slli_epi16(hi, 4),
+            1 => _mm256_slli_epi16(hi, 3),
+            2 => _mm256_slli_epi16(hi, 2),
+            3 => _mm256_slli_epi16(hi, 1),
+            4 => hi,
+            5 => _mm256_srli_epi16(hi, 1),
+            6 => _mm256_srli_epi16(hi, 2),
+            _ => _mm256_srli_epi16(hi, 3),
+        };
+        _mm256_or_si256(nib[g], _mm256_and_si256(fifth, bit4))
+    })
+}
+
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 fn q4_1_block<P: BytePath, const R: usize>(
@@ -362,25 +400,9 @@ fn q5_0_block<P: BytePath, const R: usize>(
     acc: &mut Acc<R>,
 ) {
     use q5_0_x16::{D, HIGH, LOW};
-    let bit4 = _mm256_set1_epi8(0x10);
     for h in 0..2 {
         let d = f16x8(block, D + 16 * h);
-        let nib = nibbles8(block, LOW, h);
-        let hi = half_bytes(block, HIGH, h);
-        // As the VNNI kernel: the nibbles, and bit g of `hi`'s bytes moved to bit 4.
-        let q: [__m256i; 8] = std::array::from_fn(|g| {
-            let fifth = match g {
-                0 => _mm256_slli_epi16(hi, 4),
-                1 => _mm256_slli_epi16(hi, 3),
-                2 => _mm256_slli_epi16(hi, 2),
-                3 => _mm256_slli_epi16(hi, 1),
-                4 => hi,
-                5 => _mm256_srli_epi16(hi, 1),
-                6 => _mm256_srli_epi16(hi, 2),
-                _ => _mm256_srli_epi16(hi, 3),
-            };
-            _mm256_or_si256(nib[g], _mm256_and_si256(fifth, bit4))
-        });
+        let q = with_fifth_bits(nibbles8(block, LOW, h), half_bytes(block, HIGH, h));
         add_half::<P, R>(h, d, None, &q, b, a, offset, acc);
     }
 }
@@ -428,8 +450,8 @@ fn u8x8(block: &[u8], at: usize) -> __m256 {
 /// super-block's sum times the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4k_block<P: BytePath, const R: usize>(
-    block: &[u8; q4k_x16::BLOCK_BYTES],
+fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
+    block: &[u8; B],
     b: usize,
     a: &[&[Q8KBlock]; R],
     acc: &mut Acc<R>,
@@ -443,6 +465,11 @@ fn q4k_block<P: BytePath, const R: usize>(
             let scale = _mm256_mul_ps(u8x8(block, SCALES + 16 * s + 8 * h), d);
             let min = _mm256_mul_ps(u8x8(block, MINS + 16 * s + 8 * h), dmin);
             let q = nibbles8(block, QS + 256 * s, h);
+            let q = if FIFTH {
+                with_fifth_bits(q, half_bytes(block, q5k_x16::HIGH + 64 * s, h))
+            } else {
+                q
+            };
             for (ar, sum) in a.iter().zip(sum.iter_mut()) {
                 let ab = &ar[b];
                 let ys: &[i8; 32] = arr(&ab.qs, 32 * s);

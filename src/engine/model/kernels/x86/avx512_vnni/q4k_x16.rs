@@ -1,5 +1,7 @@
-//! The AVX-512 VNNI kernel for Q4_K×16 weights ([`crate::engine::model::kernels::packed::q4k_x16`]): sixteen weight rows in
-//! the lanes of each vector, four activation bytes broadcast per `vpdpbusd`.
+//! The AVX-512 VNNI kernels for Q4_K×16 and Q5_K×16 weights
+//! ([`crate::engine::model::kernels::packed::q4k_x16`],
+//! [`crate::engine::model::kernels::packed::q5k_x16`], the same but for a fifth bit): sixteen
+//! weight rows in the lanes of each vector, four activation bytes broadcast per `vpdpbusd`.
 //!
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
 //! and about 40 other operations, where the ggml-layout kernel spends ~27 operations on each
@@ -12,6 +14,7 @@ use super::ggml::load64;
 use super::groups::{dot_broadcast, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
+use crate::engine::model::kernels::packed::q5k_x16;
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
 use crate::engine::model::kernels::Q8KBlock;
 use core::arch::x86_64::*;
@@ -21,15 +24,24 @@ pub fn dot_q4k_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out:
     x16_groups(t, w, a, out, |block, b, acc| {
         // SAFETY: `x16_groups` runs this with the features `add_block` is compiled for (the
         // `Vnni` token proves them), after checking the lengths.
-        unsafe { add_block(block, b, a, acc) }
+        unsafe { add_block::<R, BLOCK_BYTES, false>(block, b, a, acc) }
     })
 }
 
-/// Super-block `b` of a group of sixteen rows against every activation row, into `acc`.
+/// As [`dot_q4k_x16`] for Q5_K×16 weights.
+pub fn dot_q5k_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
+    x16_groups(t, w, a, out, |block, b, acc| {
+        // SAFETY: as in `dot_q4k_x16`.
+        unsafe { add_block::<R, { q5k_x16::BLOCK_BYTES }, true>(block, b, a, acc) }
+    })
+}
+
+/// Super-block `b` of a group of sixteen rows against every activation row, into `acc`; with
+/// `FIFTH`, each quant's fifth bit from the Q5_K×16 high-bit run of its chunk.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn add_block<const R: usize>(
-    block: &[u8; BLOCK_BYTES],
+fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
+    block: &[u8; B],
     b: usize,
     a: &[&[Q8KBlock]; R],
     acc: &mut [__m512; R],
@@ -50,6 +62,26 @@ fn add_block<const R: usize>(
             let p = if g < 4 { p } else { _mm512_srli_epi16(p, 4) };
             _mm512_and_si512(p, m4)
         });
+        let q = if FIFTH {
+            // Bit g of the high-bit bytes, moved to bit 4 (as the Q5_0×16 kernel does).
+            let high = load64::<u8>(arr(block, q5k_x16::HIGH + 64 * s));
+            let bit4 = _mm512_set1_epi8(0x10);
+            std::array::from_fn(|g| {
+                let fifth = match g {
+                    0 => _mm512_slli_epi16(high, 4),
+                    1 => _mm512_slli_epi16(high, 3),
+                    2 => _mm512_slli_epi16(high, 2),
+                    3 => _mm512_slli_epi16(high, 1),
+                    4 => high,
+                    5 => _mm512_srli_epi16(high, 1),
+                    6 => _mm512_srli_epi16(high, 2),
+                    _ => _mm512_srli_epi16(high, 3),
+                };
+                _mm512_or_si512(q[g], _mm512_and_si512(fifth, bit4))
+            })
+        } else {
+            q
+        };
         for (ar, sum) in a.iter().zip(sum.iter_mut()) {
             let ab = &ar[b];
             let y = &ab.qs[32 * s..32 * s + 32];
