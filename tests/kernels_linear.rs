@@ -6,7 +6,7 @@
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 use std::sync::Arc;
-use taper::engine::model::kernels::Isa;
+use taper::engine::model::kernels::{Format, Isa};
 use taper::engine::model::linear::QLinear;
 
 struct Rng(u64);
@@ -251,12 +251,10 @@ fn a_row_gives_the_same_bits_alone_or_in_a_batch() {
 #[test]
 fn other_formats_fall_back_to_candle_unchanged() {
     let mut rng = Rng(4242);
-    for dtype in [
-        GgmlDType::F32,
-        GgmlDType::F16,
-        GgmlDType::Q5_1,
-        GgmlDType::Q5K,
-    ] {
+    // Q5_K too where its sixteen-row layout does not run (it has no ggml-layout kernel).
+    let q5k = Isa::best().packed_layout(Format::Q5K).is_none();
+    let dtypes = [GgmlDType::F32, GgmlDType::F16, GgmlDType::Q5_1];
+    for dtype in dtypes.into_iter().chain(q5k.then_some(GgmlDType::Q5K)) {
         let k = 256;
         let qt = weights(dtype, 9, k, &mut rng);
         let lin = QLinear::from_arc(qt.clone()).unwrap();
@@ -273,6 +271,40 @@ fn other_formats_fall_back_to_candle_unchanged() {
     }
     // A 32-block format whose rows are not whole k-quant blocks is not a problem; a k-quant
     // with an odd width cannot be built, so nothing else to check here.
+}
+
+#[test]
+fn q5k_runs_on_our_kernels_exactly_where_its_repacked_layout_does() {
+    let mut rng = Rng(0x5851F42D4C957F2D);
+    let native = Isa::best().packed_layout(Format::Q5K).is_some();
+    for k in ks(256) {
+        for out in [1usize, 7, 33] {
+            let qt = weights(GgmlDType::Q5K, out, k, &mut rng);
+            let lin = QLinear::from_arc(qt.clone()).unwrap();
+            assert_eq!(lin.is_native(), native, "Q5_K k={k} out={out}");
+            if !native {
+                continue;
+            }
+            // Every path computes the repacked layout (the ones without kernels for it by
+            // its plain reference), within the quantization bound of the exact product.
+            for rows in [1usize, 3, 17] {
+                let x = rng.vec(rows * k);
+                let (want, bound) = reference(&qt, &x, rows, 256);
+                for isa in Isa::all() {
+                    let got = lin.forward_rows_with(isa, &x, rows).unwrap();
+                    for i in 0..got.len() {
+                        let err = (got[i] as f64 - want[i]).abs();
+                        assert!(
+                            err <= bound[i],
+                            "Q5_K {isa:?} k={k} out={out} rows={rows} [{i}]: got {} want {}",
+                            got[i],
+                            want[i]
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]
