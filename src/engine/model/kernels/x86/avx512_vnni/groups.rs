@@ -2,6 +2,7 @@
 //! the driver over groups and blocks, and the broadcast `vpdpbusd` inner loop. Soundness as in
 //! [`super::ggml`].
 
+use super::ggml::load64;
 use super::Vnni;
 use crate::engine::model::kernels::packed::{self, each_group};
 use crate::engine::model::kernels::x86::avx2::ops::arr;
@@ -28,6 +29,40 @@ pub(super) fn dot_broadcast<const N: usize>(q: &[__m512i; N], y: &[i8], start: _
         }
     }
     _mm512_add_epi32(even, odd)
+}
+
+/// Quants `4g..` of every row, g = 0..8, from the four 64-byte runs at `at + 64 k`: the low
+/// nibbles of run `g` for g < 4, then the high ones (the sixteen-row layouts' shared packing).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn nibbles8(block: &[u8], at: usize) -> [__m512i; 8] {
+    let m4 = _mm512_set1_epi8(0xF);
+    let packed: [__m512i; 4] = std::array::from_fn(|k| load64::<u8>(arr(block, at + 64 * k)));
+    std::array::from_fn(|g| {
+        let p = packed[g % 4];
+        _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4)
+    })
+}
+
+/// The five-bit quants: the nibbles `nib`, and bit `g` of the high-bit bytes `high` moved to
+/// bit 4 of group `g` (the Q5_0×16 and Q5_K×16 layouts' packing).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+#[inline]
+pub(super) fn with_fifth_bits(nib: [__m512i; 8], high: __m512i) -> [__m512i; 8] {
+    let bit4 = _mm512_set1_epi8(0x10);
+    std::array::from_fn(|g| {
+        let fifth = match g {
+            0 => _mm512_slli_epi16(high, 4),
+            1 => _mm512_slli_epi16(high, 3),
+            2 => _mm512_slli_epi16(high, 2),
+            3 => _mm512_slli_epi16(high, 1),
+            4 => high,
+            5 => _mm512_srli_epi16(high, 1),
+            6 => _mm512_srli_epi16(high, 2),
+            _ => _mm512_srli_epi16(high, 3),
+        };
+        _mm512_or_si512(nib[g], _mm512_and_si512(fifth, bit4))
+    })
 }
 
 /// Block `b` of a 32-element layout with one scale per row (`d`, lane `i`: row `i`) and its

@@ -6,8 +6,7 @@
 //! operations match [`crate::engine::model::kernels::packed::q4_1_x16::dot`] one for one, so the results are bit-identical
 //! to it. Soundness as in [`super::ggml`].
 
-use super::ggml::load64;
-use super::groups::{dot_broadcast, x16_groups};
+use super::groups::{dot_broadcast, nibbles8, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q4_1_x16::{BLOCK_BYTES, D, M, QS};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load32};
@@ -32,16 +31,9 @@ fn add_block<const R: usize>(
     a: &[&[Q8Block]; R],
     acc: &mut [__m512; R],
 ) {
-    let m4 = _mm512_set1_epi8(0xF);
     let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
     let m = _mm512_cvtph_ps(load32::<u8>(arr(block, M)));
-    let packed: [__m512i; 4] = std::array::from_fn(|h| load64::<u8>(arr(block, QS + 64 * h)));
-    // Quants 4g.. of every row: the low nibbles of `packed[g]` for g < 4, the high ones of
-    // `packed[g - 4]` after.
-    let q: [__m512i; 8] = std::array::from_fn(|g| {
-        let p = packed[g % 4];
-        _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4)
-    });
+    let q = nibbles8(block, QS);
     for (ar, acc) in a.iter().zip(acc) {
         let ab = &ar[b];
         let isum = _mm512_cvtepi32_ps(dot_broadcast(&q, &ab.qs, _mm512_setzero_si512()));

@@ -11,7 +11,7 @@
 //! after the wrapper checked the lengths.
 
 use super::ggml::load64;
-use super::groups::{dot_broadcast, x16_groups};
+use super::groups::{dot_broadcast, nibbles8, with_fifth_bits, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
 use crate::engine::model::kernels::packed::q5k_x16;
@@ -46,7 +46,6 @@ fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
     a: &[&[Q8KBlock]; R],
     acc: &mut [__m512; R],
 ) {
-    let m4 = _mm512_set1_epi8(0xF);
     let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
     let dmin = _mm512_cvtph_ps(load32::<u8>(arr(block, DMIN)));
     let mut sum = [_mm512_setzero_ps(); R];
@@ -54,31 +53,10 @@ fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
         let bytes_f32 = |at| _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(arr(block, at))));
         let scale = _mm512_mul_ps(bytes_f32(SCALES + 16 * s), d);
         let min = _mm512_mul_ps(bytes_f32(MINS + 16 * s), dmin);
-        // Quants 32s + 4g.. of every row, g = 0..8: low nibbles for g < 4, high after.
-        let packed: [__m512i; 4] =
-            std::array::from_fn(|h| load64::<u8>(arr(block, QS + 256 * s + 64 * h)));
-        let q: [__m512i; 8] = std::array::from_fn(|g| {
-            let p = packed[g % 4];
-            let p = if g < 4 { p } else { _mm512_srli_epi16(p, 4) };
-            _mm512_and_si512(p, m4)
-        });
+        // Quants 32s + 4g.. of every row, g = 0..8, with the fifth bits for Q5_K×16.
+        let q = nibbles8(block, QS + 256 * s);
         let q = if FIFTH {
-            // Bit g of the high-bit bytes, moved to bit 4 (as the Q5_0×16 kernel does).
-            let high = load64::<u8>(arr(block, q5k_x16::HIGH + 64 * s));
-            let bit4 = _mm512_set1_epi8(0x10);
-            std::array::from_fn(|g| {
-                let fifth = match g {
-                    0 => _mm512_slli_epi16(high, 4),
-                    1 => _mm512_slli_epi16(high, 3),
-                    2 => _mm512_slli_epi16(high, 2),
-                    3 => _mm512_slli_epi16(high, 1),
-                    4 => high,
-                    5 => _mm512_srli_epi16(high, 1),
-                    6 => _mm512_srli_epi16(high, 2),
-                    _ => _mm512_srli_epi16(high, 3),
-                };
-                _mm512_or_si512(q[g], _mm512_and_si512(fifth, bit4))
-            })
+            with_fifth_bits(q, load64::<u8>(arr(block, q5k_x16::HIGH + 64 * s)))
         } else {
             q
         };

@@ -8,7 +8,7 @@
 //! to it. Soundness as in [`super::ggml`].
 
 use super::ggml::load64;
-use super::groups::{add_scaled, x16_groups};
+use super::groups::{add_scaled, nibbles8, with_fifth_bits, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q5_0_x16::{self, BLOCK_BYTES, D, HIGH, LOW};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load32};
@@ -36,27 +36,7 @@ fn add_block<const R: usize>(
     offset: &[i32; R],
     acc: &mut [__m512; R],
 ) {
-    let m4 = _mm512_set1_epi8(0xF);
-    let bit4 = _mm512_set1_epi8(0x10);
     let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
-    let packed: [__m512i; 4] = std::array::from_fn(|h| load64::<u8>(arr(block, LOW + 64 * h)));
-    let high = load64::<u8>(arr(block, HIGH));
-    // Quants 4g.. of every row: the low nibbles of `packed[g]` for g < 4, the high ones of
-    // `packed[g - 4]` after, and bit g of `high` moved to bit 4.
-    let q: [__m512i; 8] = std::array::from_fn(|g| {
-        let p = packed[g % 4];
-        let low = _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4);
-        let fifth = match g {
-            0 => _mm512_slli_epi16(high, 4),
-            1 => _mm512_slli_epi16(high, 3),
-            2 => _mm512_slli_epi16(high, 2),
-            3 => _mm512_slli_epi16(high, 1),
-            4 => high,
-            5 => _mm512_srli_epi16(high, 1),
-            6 => _mm512_srli_epi16(high, 2),
-            _ => _mm512_srli_epi16(high, 3),
-        };
-        _mm512_or_si512(low, _mm512_and_si512(fifth, bit4))
-    });
+    let q = with_fifth_bits(nibbles8(block, LOW), load64::<u8>(arr(block, HIGH)));
     add_scaled(d, &q, b, a, offset, acc);
 }

@@ -11,7 +11,7 @@
 //! the lengths.
 
 use super::ggml::load64;
-use super::groups::{dot_broadcast, x16_groups};
+use super::groups::{dot_broadcast, nibbles8, x16_groups};
 use super::Vnni;
 use crate::engine::model::kernels::packed::q6k_x16::{BLOCK_BYTES, D, QH, QL, SCALES};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
@@ -33,14 +33,11 @@ pub fn dot_q6k_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out:
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
 fn quants(block: &[u8; BLOCK_BYTES], s: usize) -> [__m512i; 8] {
-    let (m4, m2) = (_mm512_set1_epi8(0xF), _mm512_set1_epi8(0x30));
-    let low: [__m512i; 4] =
-        std::array::from_fn(|h| load64::<u8>(arr(block, QL + 256 * s + 64 * h)));
+    let m2 = _mm512_set1_epi8(0x30);
+    let nib = nibbles8(block, QL + 256 * s);
     let high: [__m512i; 2] =
         std::array::from_fn(|k| load64::<u8>(arr(block, QH + 128 * s + 64 * k)));
     std::array::from_fn(|g| {
-        let p = low[g % 4];
-        let nib = _mm512_and_si512(if g < 4 { p } else { _mm512_srli_epi16(p, 4) }, m4);
         let h = high[g / 4];
         let h = match g % 4 {
             0 => _mm512_slli_epi16(h, 4),
@@ -48,7 +45,7 @@ fn quants(block: &[u8; BLOCK_BYTES], s: usize) -> [__m512i; 8] {
             2 => h,
             _ => _mm512_srli_epi16(h, 2),
         };
-        _mm512_or_si512(nib, _mm512_and_si512(h, m2))
+        _mm512_or_si512(nib[g], _mm512_and_si512(h, m2))
     })
 }
 
