@@ -236,9 +236,22 @@ fn f16x8(block: &[u8], at: usize) -> __m256 {
 /// The four activation bytes `y[4g..4g + 4]` in every 32-bit lane.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn broadcast4<const N: usize>(y: &[i8; N], g: usize) -> __m256i {
+fn broadcast4(y: &[i8], g: usize) -> __m256i {
     let four: &[i8; 4] = arr(y, 4 * g);
     _mm256_set1_epi32(i32::from_le_bytes(four.map(|v| v as u8)))
+}
+
+/// `broadcast4(y, g)` for g = 0..G. A plain loop, not `array::from_fn`: through its closure
+/// LLVM left `broadcast4` out of line in the Q6_K kernel, a call, a store and a `vzeroupper`
+/// per four bytes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn broadcasts<const G: usize>(y: &[i8]) -> [__m256i; G] {
+    let mut out = [_mm256_setzero_si256(); G];
+    for (g, o) in out.iter_mut().enumerate() {
+        *o = broadcast4(y, g);
+    }
+    out
 }
 
 /// `start + Σ_g q[g] · y[4g..4g + 4]` per 32-bit lane over `N` (even) groups, for unsigned
@@ -269,6 +282,36 @@ fn dot_small<P: BytePath, const N: usize>(
         sum = _mm256_add_epi32(sum, _mm256_madd_epi16(ones, pairs));
     }
     sum
+}
+
+/// `mult · (start + Σ_g q[g] · y[4g..4g + 4])` per lane as f32, exactly (the callers' sums
+/// stay below 2²⁴, as the references need). AVX2 takes `mult` into `vpmaddwd`'s words (its
+/// sixteen copies, `mult_words`) instead of ones, for nothing; AVX-VNNI's `vpdpbusd` has no
+/// word step, so it converts the sum and multiplies in floats. Both are the same value.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn times_mult<P: BytePath, const N: usize>(
+    q: &[__m256i; N],
+    y: &[__m256i; N],
+    start: i32,
+    mult: i16,
+    mult_words: &[i16; 16],
+) -> __m256 {
+    if P::VNNI {
+        let isum = _mm256_cvtepi32_ps(dot_small::<P, N>(q, y, _mm256_set1_epi32(start)));
+        return _mm256_mul_ps(isum, _mm256_set1_ps(f32::from(mult)));
+    }
+    // SAFETY: `mult_words` is 32 readable bytes; loadu has no alignment requirement.
+    let words = unsafe { _mm256_loadu_si256(mult_words.as_ptr().cast()) };
+    let mut sum = _mm256_set1_epi32(start * i32::from(mult));
+    for g in (0..N).step_by(2) {
+        let pairs = _mm256_add_epi16(
+            _mm256_maddubs_epi16(q[g], y[g]),
+            _mm256_maddubs_epi16(q[g + 1], y[g + 1]),
+        );
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(words, pairs));
+    }
+    _mm256_cvtepi32_ps(sum)
 }
 
 /// `sum + Σ u · s` over each lane's four byte pairs (`u` unsigned, `s` signed, no pair's two
@@ -324,7 +367,7 @@ fn add_half<P: BytePath, const R: usize>(
 ) {
     for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
         let ab = &ar[b];
-        let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(&ab.qs, g));
+        let y: [__m256i; 8] = broadcasts(&ab.qs);
         let isum = _mm256_cvtepi32_ps(dot_small::<P, 8>(q, &y, _mm256_set1_epi32(start)));
         acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
         if let Some(m) = m {
@@ -472,11 +515,10 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
             };
             for (ar, sum) in a.iter().zip(sum.iter_mut()) {
                 let ab = &ar[b];
-                let ys: &[i8; 32] = arr(&ab.qs, 32 * s);
-                let y: [__m256i; 8] = std::array::from_fn(|g| broadcast4(ys, g));
-                let isum = _mm256_cvtepi32_ps(dot_small::<P, 8>(&q, &y, _mm256_setzero_si256()));
+                let y: [__m256i; 8] = broadcasts(&ab.qs[32 * s..]);
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
-                let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
+                let words = arr(&ab.mult_words, 16 * s);
+                let isum = times_mult::<P, 8>(&q, &y, 0, ab.mult[s], words);
                 *sum = _mm256_fmadd_ps(isum, scale, *sum);
                 *sum = _mm256_fnmadd_ps(min, _mm256_set1_ps(ab.sums_f32[s]), *sum);
             }
@@ -531,13 +573,12 @@ fn q6k_block<P: BytePath, const R: usize>(
                 let ab = &ar[b];
                 for (k, (q, scale)) in halves.into_iter().zip(scales).enumerate() {
                     let t = 2 * s + k;
-                    let ys: &[i8; 16] = arr(&ab.qs, 16 * t);
-                    let y: [__m256i; 4] = std::array::from_fn(|g| broadcast4(ys, g));
-                    // The quants are stored +32: start from -32 Σ y.
-                    let start = _mm256_set1_epi32(-32 * i32::from(ab.bsums[t]));
-                    let isum = _mm256_cvtepi32_ps(dot_small::<P, 4>(q, &y, start));
-                    // Exact, as in the reference: |isum · mult| < 2²⁴.
-                    let isum = _mm256_mul_ps(isum, _mm256_set1_ps(ab.mult_f32[s]));
+                    let y: [__m256i; 4] = broadcasts(&ab.qs[16 * t..]);
+                    // The quants are stored +32: start from -32 Σ y. Exact, as in the
+                    // reference: |isum · mult| < 2²⁴.
+                    let start = -32 * i32::from(ab.bsums[t]);
+                    let words = arr(&ab.mult_words, 16 * s);
+                    let isum = times_mult::<P, 4>(q, &y, start, ab.mult[s], words);
                     *sum = _mm256_fmadd_ps(isum, scale, *sum);
                 }
             }
