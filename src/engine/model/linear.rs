@@ -24,8 +24,8 @@
 //! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
 use super::kernel_path::{self, Forced};
-use super::kernels::{self, Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
-use super::matmul::{matmul, quantize_rows, Activations, Dots, Mat};
+use super::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use super::matmul::{quantized_matmul, Mat};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -334,46 +334,8 @@ fn forward_group_with(
     }
     let k = layers.first().map_or(0, |l| l.in_dim);
     match (q8, q8k) {
-        (_, Some(mats)) => {
-            let nb = k / kernels::QK_K;
-            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8k);
-            Ok(matmul::<Q8KBlock, _>(
-                &mats,
-                Activations {
-                    rows,
-                    nb,
-                    k,
-                    acts: &acts,
-                },
-                Dots::new(
-                    isa,
-                    Isa::wide_tiles,
-                    |layout, w, a, o| kernels::dot_q8k::<8>(isa, layout, w, a, o),
-                    |layout, w, a, o| kernels::dot_q8k::<4>(isa, layout, w, a, o),
-                    |layout, w, a, o| kernels::dot_q8k::<1>(isa, layout, w, a, o),
-                ),
-            ))
-        }
-        (Some(mats), None) => {
-            let nb = k / kernels::QK;
-            let acts = quantize_rows(x, rows, nb, kernels::quantize_q8);
-            Ok(matmul::<Q8Block, _>(
-                &mats,
-                Activations {
-                    rows,
-                    nb,
-                    k,
-                    acts: &acts,
-                },
-                Dots::new(
-                    isa,
-                    Isa::wide_tiles,
-                    |layout, w, a, o| kernels::dot_q8::<8>(isa, layout, w, a, o),
-                    |layout, w, a, o| kernels::dot_q8::<4>(isa, layout, w, a, o),
-                    |layout, w, a, o| kernels::dot_q8::<1>(isa, layout, w, a, o),
-                ),
-            ))
-        }
+        (_, Some(mats)) => Ok(quantized_matmul::<Q8KBlock>(isa, &mats, x, rows, k)),
+        (Some(mats), None) => Ok(quantized_matmul::<Q8Block>(isa, &mats, x, rows, k)),
         // Formats that cannot share a quantization (or candle's layers): one at a time.
         (None, None) => layers
             .iter()

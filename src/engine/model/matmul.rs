@@ -3,7 +3,7 @@
 //! rayon's pool runs (its idle workers sleep), each chunk computed by the kernels four
 //! activation rows at a time and written straight into its piece of the row-major output.
 
-use super::kernels::{Isa, Layout};
+use super::kernels::{self, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use rayon::prelude::*;
 
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
@@ -225,4 +225,68 @@ pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
         tasks.into_iter().for_each(work);
     }
     ys
+}
+
+/// The activation blocks one family of layouts multiplies: how a row is quantized into them,
+/// and the kernels that take them.
+pub(super) trait ActivationBlock: Default + Clone + Send + Sync + Sized {
+    type Layout: Copy + Into<Layout> + Sync;
+    /// Values per block.
+    const ELEMS: usize;
+    fn quantize(x: &[f32], out: &mut [Self]);
+    fn dot<const R: usize>(
+        isa: Isa,
+        layout: Self::Layout,
+        w: &[u8],
+        a: &[&[Self]; R],
+        out: &mut [[f32; R]],
+    );
+}
+
+impl ActivationBlock for Q8Block {
+    type Layout = Q8Layout;
+    const ELEMS: usize = kernels::QK;
+    fn quantize(x: &[f32], out: &mut [Self]) {
+        kernels::quantize_q8(x, out)
+    }
+    fn dot<const R: usize>(isa: Isa, l: Q8Layout, w: &[u8], a: &[&[Self]; R], o: &mut [[f32; R]]) {
+        kernels::dot_q8::<R>(isa, l, w, a, o)
+    }
+}
+
+impl ActivationBlock for Q8KBlock {
+    type Layout = Q8KLayout;
+    const ELEMS: usize = kernels::QK_K;
+    fn quantize(x: &[f32], out: &mut [Self]) {
+        kernels::quantize_q8k(x, out)
+    }
+    fn dot<const R: usize>(isa: Isa, l: Q8KLayout, w: &[u8], a: &[&[Self]; R], o: &mut [[f32; R]]) {
+        kernels::dot_q8k::<R>(isa, l, w, a, o)
+    }
+}
+
+/// `x` (`rows × k`) quantized once into `A`'s blocks, times every matrix of `mats`.
+pub(super) fn quantized_matmul<A: ActivationBlock>(
+    isa: Isa,
+    mats: &[Mat<A::Layout>],
+    x: &[f32],
+    rows: usize,
+    k: usize,
+) -> Vec<Vec<f32>> {
+    let nb = k / A::ELEMS;
+    let acts = quantize_rows(x, rows, nb, A::quantize);
+    let input = Activations {
+        rows,
+        nb,
+        k,
+        acts: &acts,
+    };
+    let dots = Dots::new(
+        isa,
+        Isa::wide_tiles,
+        |layout, w, a, o| A::dot::<8>(isa, layout, w, a, o),
+        |layout, w, a, o| A::dot::<4>(isa, layout, w, a, o),
+        |layout, w, a, o| A::dot::<1>(isa, layout, w, a, o),
+    );
+    matmul::<A, _>(mats, input, dots)
 }
