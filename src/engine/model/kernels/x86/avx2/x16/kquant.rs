@@ -93,7 +93,12 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
                 let y: [__m256i; 8] = broadcasts(&ab.qs[32 * s..]);
                 // Exact, as in the reference: |isum · mult| < 2²⁴.
                 let words = arr(&ab.mult_words, 16 * s);
-                let isum = times_mult::<P, 8>(&q, &y, 0, ab.mult[s], words);
+                // Q5_K's five-bit quants add four byte-pair products in 16 bits, Q4_K's eight.
+                let isum = if FIFTH {
+                    times_mult::<P, 8, 4>(&q, &y, 0, ab.mult[s], words)
+                } else {
+                    times_mult::<P, 8, 8>(&q, &y, 0, ab.mult[s], words)
+                };
                 *sum = _mm256_fmadd_ps(isum, scale, *sum);
                 *sum = _mm256_fnmadd_ps(min, _mm256_set1_ps(ab.sums_f32[s]), *sum);
             }
@@ -153,7 +158,7 @@ fn q6k_block<P: BytePath, const R: usize>(
                     // reference: |isum · mult| < 2²⁴.
                     let start = -32 * i32::from(ab.bsums[t]);
                     let words = arr(&ab.mult_words, 16 * s);
-                    let isum = times_mult::<P, 4>(q, &y, start, ab.mult[s], words);
+                    let isum = times_mult::<P, 4, 2>(q, &y, start, ab.mult[s], words);
                     *sum = _mm256_fmadd_ps(isum, scale, *sum);
                 }
             }

@@ -65,11 +65,12 @@ pub fn dot_q8_0_x16<P: BytePath, const R: usize>(
 }
 
 /// One half's quants `q` (scales `d`) against every activation row: `acc[r] += (Σ q·y +
-/// offset[r]) · d · d_a`, plus `m · s_a` when the format has mins.
+/// offset[r]) · d · d_a`, plus `m · s_a` when the format has mins. `IN16`: as in
+/// [`super::dot_small`], 8 for Q4_1's 4-bit quants, 4 for Q5_0's 5-bit ones.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn add_half<P: BytePath, const R: usize>(
+fn add_half<P: BytePath, const R: usize, const IN16: usize>(
     h: usize,
     d: __m256,
     m: Option<__m256>,
@@ -82,7 +83,7 @@ fn add_half<P: BytePath, const R: usize>(
     for ((ar, acc), &start) in a.iter().zip(acc).zip(offset) {
         let ab = &ar[b];
         let y: [__m256i; 8] = broadcasts(&ab.qs);
-        let isum = _mm256_cvtepi32_ps(dot_small::<P, 8>(q, &y, _mm256_set1_epi32(start)));
+        let isum = _mm256_cvtepi32_ps(dot_small::<P, 8, IN16>(q, &y, _mm256_set1_epi32(start)));
         acc[h] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, _mm256_set1_ps(ab.d)), acc[h]);
         if let Some(m) = m {
             acc[h] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.s), acc[h]);
@@ -102,7 +103,7 @@ fn q4_1_block<P: BytePath, const R: usize>(
     for h in 0..2 {
         let (d, m) = (f16x8(block, D + 16 * h), f16x8(block, M + 16 * h));
         let q = nibbles8(block, QS, h);
-        add_half::<P, R>(h, d, Some(m), &q, b, a, &[0; R], acc);
+        add_half::<P, R, 8>(h, d, Some(m), &q, b, a, &[0; R], acc);
     }
 }
 
@@ -119,7 +120,7 @@ fn q5_0_block<P: BytePath, const R: usize>(
     for h in 0..2 {
         let d = f16x8(block, D + 16 * h);
         let q = with_fifth_bits(nibbles8(block, LOW, h), half_bytes(block, HIGH, h));
-        add_half::<P, R>(h, d, None, &q, b, a, offset, acc);
+        add_half::<P, R, 4>(h, d, None, &q, b, a, offset, acc);
     }
 }
 
