@@ -1,7 +1,8 @@
 //! The column-parallel quantized matmul behind [`super::linear::QLinear`]: activation rows
-//! quantized once, the output columns of one or several weight matrices split into chunks that
-//! rayon's pool runs (its idle workers sleep), each chunk computed by the kernels four
-//! activation rows at a time and written straight into its piece of the row-major output.
+//! quantized once ([`ActivationBlock`]: Q8 or Q8_K blocks), the output columns of one or
+//! several weight matrices split into chunks that rayon's pool runs (its idle workers sleep),
+//! each chunk computed by the kernels eight or four activation rows at a time and written
+//! straight into its piece of the row-major output.
 
 use super::kernels::{self, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use rayon::prelude::*;
@@ -11,7 +12,7 @@ use rayon::prelude::*;
 const MIN_TASK_MACS: usize = 1 << 15;
 
 /// Quantizes each row of `x` to `nb` blocks (rows in parallel when there are several).
-pub(super) fn quantize_rows<B: Default + Clone + Send>(
+fn quantize_rows<B: Default + Clone + Send>(
     x: &[f32],
     rows: usize,
     nb: usize,
@@ -57,23 +58,17 @@ impl<'a, L> Mat<'a, L> {
 /// The kernels of a matmul, for 8, 4 and 1 activation rows at a time. `wide`: whether a
 /// layout's kernel takes eight rows (those whose registers hold eight rows' sums; elsewhere
 /// four spill less). A row's result is the same bits whichever computes it.
-pub(super) struct Dots<D8, D4, D1> {
-    pub(super) wide: fn(Isa, Layout) -> bool,
-    pub(super) isa: Isa,
-    pub(super) dot8: D8,
-    pub(super) dot4: D4,
-    pub(super) dot1: D1,
+struct Dots<D8, D4, D1> {
+    wide: fn(Isa, Layout) -> bool,
+    isa: Isa,
+    dot8: D8,
+    dot4: D4,
+    dot1: D1,
 }
 
 impl<D8, D4, D1> Dots<D8, D4, D1> {
     /// The three kernels, named with their signatures (so closures get them).
-    pub(super) fn new<A, L>(
-        isa: Isa,
-        wide: fn(Isa, Layout) -> bool,
-        dot8: D8,
-        dot4: D4,
-        dot1: D1,
-    ) -> Self
+    fn new<A, L>(isa: Isa, wide: fn(Isa, Layout) -> bool, dot8: D8, dot4: D4, dot1: D1) -> Self
     where
         D8: Fn(L, &[u8], &[&[A]; 8], &mut [[f32; 8]]),
         D4: Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]),
@@ -118,11 +113,11 @@ fn tiles<'a, A: 'a, L: Copy, const R: usize>(
 }
 
 /// The quantized input of a matmul: `rows` rows of `nb` blocks (`k` values).
-pub(super) struct Activations<'a, A> {
-    pub(super) rows: usize,
-    pub(super) nb: usize,
-    pub(super) k: usize,
-    pub(super) acts: &'a [A],
+struct Activations<'a, A> {
+    rows: usize,
+    nb: usize,
+    k: usize,
+    acts: &'a [A],
 }
 
 /// The columns of one matrix that one task computes, and its pieces of the output rows.
@@ -135,7 +130,7 @@ struct Task<'y> {
 /// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`. Output columns are split into chunks run
 /// in parallel; in a chunk each weight row meets the activation rows four at a time (one unpack
 /// of a weight block serves four rows), then one at a time for the rest.
-pub(super) fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
+fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
     mats: &[Mat<L>],
     input: Activations<A>,
     dots: Dots<
