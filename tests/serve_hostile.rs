@@ -67,6 +67,22 @@ fn raw(server: &Server, request: &[u8]) -> String {
     read_until_closed(&mut s, Duration::from_secs(20)).0
 }
 
+/// Polls `/health` until one slot is processing a request (30 s at most).
+fn wait_for_a_busy_slot(server: &Server) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, health) = get(&format!("{}/health", server.url));
+        if health["slots_processing"] == 1 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never started: {health}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn hostile_requests_get_clear_refusals_and_the_server_keeps_serving() {
     let (server, _dir) = strict_server();
@@ -143,8 +159,9 @@ fn hostile_requests_get_clear_refusals_and_the_server_keeps_serving() {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let n = std::io::Read::read(&mut s, &mut first).unwrap();
     assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"));
-    let (_, health) = get(&format!("{}/health", server.url));
-    assert_eq!(health["slots_processing"], 1, "{health}");
+    // The headers go out as soon as the request is accepted, which can be a moment before a
+    // slot takes it from the queue: wait for the slot rather than race it.
+    wait_for_a_busy_slot(&server);
     drop(s);
     server.wait_idle();
     works(&server);
@@ -158,14 +175,7 @@ fn hostile_requests_get_clear_refusals_and_the_server_keeps_serving() {
         whole.len()
     );
     s.write_all(request.as_bytes()).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while get(&format!("{}/health", server.url)).1["slots_processing"] != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the request never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_a_busy_slot(&server);
     drop(s);
     server.wait_idle();
     works(&server);
