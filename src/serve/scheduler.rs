@@ -101,14 +101,16 @@ impl<'t> Scheduler<'t> {
                     Err(_) => return false,
                 }
             };
-            self.status.queued.fetch_sub(1, Ordering::SeqCst);
             if job.events.is_closed() {
+                self.status.queued.fetch_sub(1, Ordering::SeqCst);
                 continue; // The client left while it waited.
             }
+            // Busy before not queued: `/health` never shows a request in neither count.
+            self.status.busy.fetch_add(1, Ordering::SeqCst);
+            self.status.queued.fetch_sub(1, Ordering::SeqCst);
             let slot = best_slot(&self.slots, &job.prompt);
             self.clock += 1;
             self.slots[slot].start(job, self.clock);
-            self.status.busy.fetch_add(1, Ordering::SeqCst);
         }
     }
 
