@@ -181,13 +181,15 @@ impl Decoder {
     /// from the outside and the caller put to sleep until it was done: two thread wake-ups
     /// per step, a third of a decode step's time on SmolLM2. From inside, the thread running
     /// the pass takes its share of every step and the others steal theirs, and the caller
-    /// waits once per pass.
+    /// waits once per pass. The other workers are kept awake for the pass
+    /// ([`super::awake`]), so that they do not fall asleep between two steps either.
     fn pass(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
+        let mut pass = || super::awake::with_workers_awake(|| self.pass_in_pool(steps, all_logits));
         if rayon::current_thread_index().is_some() {
-            return self.pass_in_pool(steps, all_logits);
+            return pass();
         }
         // `join` from outside the pool runs both closures on pool threads.
-        rayon::join(|| self.pass_in_pool(steps, all_logits), || ()).0
+        rayon::join(pass, || ()).0
     }
 
     fn pass_in_pool(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {

@@ -2,6 +2,7 @@
 
 pub mod attention;
 mod attention_block;
+mod awake;
 pub mod config;
 pub mod decoder;
 pub mod embedding;
