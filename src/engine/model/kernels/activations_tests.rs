@@ -47,6 +47,20 @@ fn quantize_q8_is_the_plain_reference_bit_for_bit() {
 }
 
 #[test]
+fn a_nan_in_a_block_is_skipped_by_the_maximum_and_quantized_to_zero_as_by_the_reference() {
+    let mut rng = Rng(0x2545F4914F6CDD1D);
+    let mut x = rows(32 * 3, &mut rng);
+    x[70] = f32::NAN;
+    x[71] = -f32::NAN;
+    let mut got = vec![Q8Block::default(); 3];
+    quantize_q8(&x, &mut got);
+    let (qs, d, s) = reference_q8(x[64..96].try_into().expect("a block"));
+    assert_eq!((got[2].qs[6], got[2].qs[7]), (0, 0));
+    assert_eq!(got[2].qs, qs);
+    assert_eq!((got[2].d.to_bits(), got[2].s.to_bits()), (d.to_bits(), s.to_bits()));
+}
+
+#[test]
 fn quantize_q8k_is_the_plain_reference_bit_for_bit() {
     let mut rng = Rng(0x5851F42D4C957F2D);
     let x = rows(QK_K * 6, &mut rng);
