@@ -57,7 +57,10 @@ fn a_nan_in_a_block_is_skipped_by_the_maximum_and_quantized_to_zero_as_by_the_re
     let (qs, d, s) = reference_q8(x[64..96].try_into().expect("a block"));
     assert_eq!((got[2].qs[6], got[2].qs[7]), (0, 0));
     assert_eq!(got[2].qs, qs);
-    assert_eq!((got[2].d.to_bits(), got[2].s.to_bits()), (d.to_bits(), s.to_bits()));
+    assert_eq!(
+        (got[2].d.to_bits(), got[2].s.to_bits()),
+        (d.to_bits(), s.to_bits())
+    );
 }
 
 #[test]

@@ -83,11 +83,24 @@ pub(crate) fn put_row(head: &[u8; 16], qs: &[u8], i: usize, dst: &mut [u8]) {
     }
 }
 
+/// Where position `l` of a super-block sits in the sixteen-row k-quant layouts: its sub-block
+/// `s`, its group `g` (0..8: the low nibbles of runs 0..4, then the high ones) and its byte
+/// `j` within the row's four bytes of the group.
+pub(crate) fn group_and_byte(l: usize) -> (usize, usize, usize) {
+    let (s, within) = (l / 32, l % 32);
+    let g = if within < 16 {
+        within / 4
+    } else {
+        4 + (within - 16) / 4
+    };
+    (s, g, within % 4)
+}
+
 /// The quant of row `i` at position `l` of a group's block.
 pub(crate) fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
-    let (s, within) = (l / 32, l % 32);
-    let byte = block[QS + 256 * s + 64 * (within % 16 / 4) + 4 * i + within % 4];
-    if within < 16 {
+    let (s, g, j) = group_and_byte(l);
+    let byte = block[QS + 256 * s + 64 * (g % 4) + 4 * i + j];
+    if g < 4 {
         byte & 0xF
     } else {
         byte >> 4

@@ -56,12 +56,7 @@ fn repack_block(src: &[u8; GGML_BYTES], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
 
 /// The quant (0..31) of row `i` at position `l` of a group's block.
 fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
-    let (s, within) = (l / 32, l % 32);
-    let (g, j) = if within < 16 {
-        (within / 4, within % 4)
-    } else {
-        (4 + (within - 16) / 4, within % 4)
-    };
+    let (s, g, j) = q4k_x16::group_and_byte(l);
     let fifth = block[HIGH + 64 * s + 4 * i + j] >> g & 1;
     q4k_x16::quant_at(block, i, l) | fifth << 4
 }

@@ -23,6 +23,7 @@
 //! multiply-adds; [`dot`] is the plain reference the SIMD kernels match bit for bit. The rows
 //! past the end of a matrix are zeros, and their lanes are never read back.
 
+use super::q4k_x16;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{read_f16, Q8KBlock, QK_K};
 
@@ -91,12 +92,7 @@ fn repack_block(src: &[u8; GGML_BYTES], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
 
 /// The quant (0..63) of row `i` at position `l` of a group's block.
 fn quant_at(block: &[u8], i: usize, l: usize) -> u8 {
-    let (s, within) = (l / 32, l % 32);
-    let (g, j) = if within < 16 {
-        (within / 4, within % 4)
-    } else {
-        (4 + (within - 16) / 4, within % 4)
-    };
+    let (s, g, j) = q4k_x16::group_and_byte(l);
     let low = block[QL + 256 * s + 64 * (g % 4) + 4 * i + j];
     let low = if g < 4 { low & 0xF } else { low >> 4 };
     let high = block[QH + 128 * s + 64 * (g / 4) + 4 * i + j] >> (2 * (g % 4)) & 3;
