@@ -144,12 +144,24 @@ impl Isa {
     /// Whether a matmul should hand this implementation's kernel for `layout` activation
     /// rows eight at a time rather than four: AVX-512's 32 registers hold eight rows' sums
     /// beside a sixteen-row block's unpacked weights, which then serve twice the rows (about
-    /// a tenth of a SmolLM2 prefill); AVX2's and NEON's 16 registers, and the ggml-layout
-    /// kernels' own tiles, would spill.
+    /// a tenth of a SmolLM2 prefill). On AVX2 the five- to eight-bit sixteen-row layouts gain
+    /// more from unpacking once for eight rows than the spills of 16 registers cost (a
+    /// single-thread 128-row matmul: Q5_0×16 +31%, Q8_0×16 +22%, Q5_K×16 and Q6_K×16 +17%),
+    /// while Q4_1×16 and Q4_K×16, whose nibbles unpack in a few operations, lose 8–10%.
+    /// AVX-VNNI measured even either way, so it keeps four; NEON's 16 registers and the
+    /// ggml-layout kernels' own tiles would spill.
     pub fn wide_tiles(self, layout: Layout) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if let Isa::Vnni(_) = self {
-            return layout.is_packed();
+        match self {
+            Isa::Vnni(_) => return layout.is_packed(),
+            Isa::Avx2(_) => {
+                return matches!(
+                    layout,
+                    Layout::Q8(Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
+                        | Layout::Q8K(Q8KLayout::Q5KX16 | Q8KLayout::Q6KX16)
+                )
+            }
+            _ => {}
         }
         let _ = layout;
         false
