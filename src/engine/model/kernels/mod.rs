@@ -148,13 +148,14 @@ impl Isa {
     /// more from unpacking once for eight rows than the spills of 16 registers cost (a
     /// single-thread 128-row matmul: Q5_0×16 +31%, Q8_0×16 +22%, Q5_K×16 and Q6_K×16 +17%),
     /// while Q4_1×16 and Q4_K×16, whose nibbles unpack in a few operations, lose 8–10%.
-    /// AVX-VNNI measured even either way, so it keeps four; NEON's 16 registers and the
+    /// AVX-VNNI, the same registers, splits the same way (Q8_0×16 +14%, Q5_K×16 and Q6_K×16
+    /// +10–15%, Q5_0×16 +5%; Q4_K×16 and Q4_1×16 −7%). NEON's 16 registers and the
     /// ggml-layout kernels' own tiles would spill.
     pub fn wide_tiles(self, layout: Layout) -> bool {
         #[cfg(target_arch = "x86_64")]
         match self {
             Isa::Vnni(_) => return layout.is_packed(),
-            Isa::Avx2(_) => {
+            Isa::Avx2(_) | Isa::AvxVnni(_) => {
                 return matches!(
                     layout,
                     Layout::Q8(Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
