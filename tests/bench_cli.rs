@@ -39,7 +39,7 @@ fn check_record(r: &Value, threads: u64, prompt_tokens: &[u64], runs: usize) {
     assert_eq!(r["threads"], threads);
     let kernels = r["kernels"].as_str().unwrap_or_default();
     assert!(
-        ["avx512-vnni", "avx2", "scalar"].contains(&kernels),
+        ["avx512-vnni", "avx-vnni", "avx2", "scalar"].contains(&kernels),
         "kernels = {kernels:?}"
     );
     positive(r, "file_size_bytes");
@@ -96,6 +96,7 @@ fn a_real_model_is_measured_end_to_end() {
     assert_eq!(records.len(), 1);
     let r = &records[0];
     check_record(r, 1, &[16], 1);
+    assert_eq!(r["warmup_runs"], 1);
     assert_eq!(r["model"], "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(r["shape_only"], false);
     assert_eq!(r["architecture"], "llama");
@@ -119,6 +120,7 @@ fn a_catalogue_shape_is_written_measured_and_removed() {
             "8",
             "--gen-tokens",
             "4",
+            "--no-warmup",
             "--json",
         ],
         home.path(),
@@ -126,6 +128,8 @@ fn a_catalogue_shape_is_written_measured_and_removed() {
     let records = json_records(&out);
     assert_eq!(records.len(), 1);
     let r = &records[0];
+    // `--no-warmup`: the one run is the first, and the record says so.
+    assert_eq!(r["warmup_runs"], 0);
     let threads = r["threads"].as_u64().unwrap();
     check_record(r, threads, &[8], 1);
     assert_eq!(r["model"], "smollm2-135m (shape-only)");

@@ -5,10 +5,12 @@
 //! fresh cache (template, tokenize, prefill, first sample: time to first token) and greedy
 //! decoding from there, every step timed and end-of-turn tokens ignored; then a prefill of
 //! exactly N tokens of the passage on a fresh cache for every `--prompt-tokens` N. One
-//! warm-up run is discarded. Rates are `crate::stats`' definitions, the ones the TUI shows.
+//! warm-up run is discarded (none with `--no-warmup`). Rates are `crate::stats`' definitions,
+//! the ones the TUI shows.
 //!
 //! The cold start is the process's: after the warm-up the file is in the OS page cache, so it
 //! measures parsing, tokenizer and template building and copying the weights, not the disk.
+//! Without a warm-up the first run's cold start may include reading the file.
 //! Peak memory is reset (Linux) before each run, so a run's peak is its own model's.
 
 use super::prompt::{self, SHAPE_ONLY_CHAT_TOKENS};
@@ -23,7 +25,7 @@ use crate::stats::{self, secs, Usage};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
-/// Runs measured and thrown away before the ones reported.
+/// Runs measured and thrown away before the ones reported, unless `--no-warmup`.
 pub const WARMUP_RUNS: usize = 1;
 
 #[derive(Debug, Clone)]
@@ -37,6 +39,8 @@ pub struct MeasureOptions {
     pub cache_type: CacheType,
     /// Depths at which prefill and the decode after it are measured too.
     pub depths: Vec<usize>,
+    /// Runs thrown away first: [`WARMUP_RUNS`], or 0 with `--no-warmup`.
+    pub warmup_runs: usize,
 }
 
 /// Token ids that do not change between runs: tokenized once, outside the timings.
@@ -100,10 +104,10 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
 
     let mut runs = Vec::with_capacity(opts.runs);
     let mut ttft_prompt_tokens = 0;
-    for i in 0..WARMUP_RUNS + opts.runs {
+    for i in 0..opts.warmup_runs + opts.runs {
         let (figures, chat_tokens) = one_run(opts, &prompts, shape_only, context_size)?;
         ttft_prompt_tokens = chat_tokens;
-        if i >= WARMUP_RUNS {
+        if i >= opts.warmup_runs {
             runs.push(figures);
         }
     }
@@ -121,7 +125,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         context_size: model::effective_context(context_size, &config),
         cache_type: opts.cache_type,
         ttft_prompt_tokens,
-        warmup_runs: WARMUP_RUNS,
+        warmup_runs: opts.warmup_runs,
         runs,
     })
 }

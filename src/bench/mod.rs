@@ -64,6 +64,8 @@ pub struct BenchOptions {
     pub format: Format,
     /// Keep shape-only files here (a file, or a directory for several) instead of a temp dir.
     pub keep_shape_file: Option<PathBuf>,
+    /// Runs thrown away before the measured ones ([`measure::WARMUP_RUNS`], or 0).
+    pub warmup_runs: usize,
 }
 
 impl BenchOptions {
@@ -107,7 +109,7 @@ impl BenchOptions {
     fn settings(&self) -> Settings {
         Settings {
             runs: self.runs,
-            warmup_runs: measure::WARMUP_RUNS,
+            warmup_runs: self.warmup_runs,
             prompt_tokens: self.prompt_tokens.clone(),
             gen_tokens: self.gen_tokens,
             depths: self.depths.clone(),
@@ -238,11 +240,14 @@ fn measure_in_child(
     if let Some(n) = threads {
         cmd.args(["--threads", &n.to_string()]);
     }
+    if opts.warmup_runs == 0 {
+        cmd.arg("--no-warmup");
+    }
     let threads_text = threads.map_or("default".into(), |n| n.to_string());
     eprintln!(
         "taper bench: measuring {} with {threads_text} threads ({} warm-up + {} runs)",
         path.display(),
-        measure::WARMUP_RUNS,
+        opts.warmup_runs,
         opts.runs
     );
     let started = Instant::now();

@@ -121,12 +121,15 @@ fn caption(settings: &Settings) -> String {
         )
     };
     format!(
-        "Median (min–max) of {} run{} after {} warm-up; prefill of {} tokens of English text; \
+        "Median (min–max) of {} run{} after {}; prefill of {} tokens of English text; \
          decode of {} greedy tokens after a short chat prompt{depths}. kernels: the kernel path \
          (TAPER_KERNELS forces one); KV: the cache's number format.",
         settings.runs,
         if settings.runs == 1 { "" } else { "s" },
-        settings.warmup_runs,
+        match settings.warmup_runs {
+            0 => "no warm-up".to_string(),
+            n => format!("{n} warm-up"),
+        },
         join_and(&settings.prompt_tokens),
         settings.gen_tokens,
     )

@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// Measured runs per model, after one warm-up; figures are medians with min–max.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: usize,
+    /// Skip the warm-up run (as llama-bench's --no-warmup): for a depth so long that one run
+    /// takes many minutes. The first run's cold start may then include reading the file.
+    #[arg(long)]
+    pub no_warmup: bool,
     /// Compute threads; a list (1,2,4) measures each [default: the config's, else the engine's].
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
     pub threads: Vec<usize>,
@@ -98,6 +102,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         cache_type: args.cache_type.unwrap_or(config.cache_type()),
         depths: unique(&args.depth),
         format,
+        warmup_runs: warmup_runs(&args),
         keep_shape_file: args.keep_shape_file,
     })
 }
@@ -149,7 +154,16 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
         context_size: args.ctx_size.unwrap_or(crate::config::DEFAULT_CONTEXT_SIZE),
         cache_type: args.cache_type.unwrap_or_default(),
         depths: args.depth.clone(),
+        warmup_runs: warmup_runs(args),
     })
+}
+
+fn warmup_runs(args: &BenchArgs) -> usize {
+    if args.no_warmup {
+        0
+    } else {
+        bench::measure::WARMUP_RUNS
+    }
 }
 
 /// Each value once, in the order given.
