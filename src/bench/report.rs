@@ -377,4 +377,15 @@ mod tests {
             assert_eq!(row.matches(" | ").count(), header_cells, "{row}");
         }
     }
+
+    #[test]
+    fn the_caption_says_whether_a_warm_up_ran() {
+        assert!(caption(&settings()).starts_with("Median (min–max) of 3 runs after 1 warm-up;"));
+        let none = Settings {
+            runs: 1,
+            warmup_runs: 0,
+            ..settings()
+        };
+        assert!(caption(&none).starts_with("Median (min–max) of 1 run after no warm-up;"));
+    }
 }
