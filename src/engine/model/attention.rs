@@ -5,7 +5,8 @@
 //! Keys are taken in tiles of [`TILE`] positions that start at multiples of `TILE`. For each
 //! query and tile, one partial result is computed: the tile's highest score `m`, the sum `l`
 //! of `exp(score - m)` and the sum of the values weighted by those; the partials of a query
-//! are then merged in tile order. A query's arithmetic depends only on its position and the
+//! are then merged in tile order, a wave of tiles at a time (so a prefill chunk deep in a long
+//! context holds a bounded amount of partials, not one per tile). A query's arithmetic depends only on its position and the
 //! keys it may see, never on the batch, the chunking of the prompt or the thread count, so a
 //! token's output is bit-for-bit the same in a prefill and in a decode step: what lets a
 //! cached conversation continue exactly as a fresh prefill of it would.
@@ -31,6 +32,8 @@ pub const KEY_STRIDE: usize = TILE + 16;
 const QUERY_BLOCK: usize = 16;
 /// Below this much arithmetic (multiply-adds of scores) one thread does it all.
 const PARALLEL_WORK: usize = 1 << 16;
+/// The most memory one wave of tiles' partial results may take (a decode step's fit in one).
+const PARTIALS_BYTES: usize = 32 << 20;
 
 /// Shapes of one attention call.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +76,17 @@ struct Partials {
 
 /// `q` is `(tokens, heads, head_dim)`; returns `(tokens, heads * head_dim)`.
 pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
+    attention_in_waves(q, cache, s, PARTIALS_BYTES)
+}
+
+/// [`attention`] with the tiles' partial results held `partials_bytes` at a time (the same
+/// bits for any budget: the merge runs in tile order either way).
+fn attention_in_waves(
+    q: &[f32],
+    cache: &LayerCache,
+    s: AttentionShape,
+    partials_bytes: usize,
+) -> Vec<f32> {
     let d = s.head_dim;
     let tokens = q.len() / (s.heads * d);
     if tokens == 0 {
@@ -82,26 +96,36 @@ pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
     let first_tile = s.first_seen(s.start) / TILE;
     let tiles = last / TILE + 1 - first_tile;
     let blocks = tokens.div_ceil(QUERY_BLOCK);
-    let units: Vec<Unit> = (0..s.kv_heads)
-        .flat_map(|kv_head| {
-            (0..tiles).flat_map(move |t| {
-                (0..blocks).map(move |b| Unit {
-                    kv_head,
-                    tile: first_tile + t,
-                    tokens: (b * QUERY_BLOCK, ((b + 1) * QUERY_BLOCK).min(tokens)),
+    let run = |scratch: &mut Scratch, unit: &Unit| partials_of(q, cache, &s, *unit, scratch);
+    let parallel = tokens * s.heads * (last + 1 - s.first_seen(s.start)) * d > PARALLEL_WORK;
+    // The tiles are taken in waves whose partials stay within `partials_bytes` (a prefill
+    // chunk deep in a long context would otherwise hold one per tile: half a gigabyte for a
+    // 4B model 32k positions in), each wave merged into the running sums in tile order.
+    let tile_bytes = tokens * s.heads * (d + 2) * std::mem::size_of::<f32>();
+    let wave = (partials_bytes / tile_bytes).clamp(1, tiles);
+    let mut merged = Merged::new(tokens, &s);
+    let mut scratch = Scratch::default();
+    for first in (0..tiles).step_by(wave) {
+        let count = wave.min(tiles - first);
+        let units: Vec<Unit> = (0..s.kv_heads)
+            .flat_map(|kv_head| {
+                (first..first + count).flat_map(move |t| {
+                    (0..blocks).map(move |b| Unit {
+                        kv_head,
+                        tile: first_tile + t,
+                        tokens: (b * QUERY_BLOCK, ((b + 1) * QUERY_BLOCK).min(tokens)),
+                    })
                 })
             })
-        })
-        .collect();
-    let run = |scratch: &mut Scratch, unit: &Unit| partials_of(q, cache, &s, *unit, scratch);
-    let work = tokens * s.heads * (last + 1 - s.first_seen(s.start)) * d;
-    let partials: Vec<Partials> = if work > PARALLEL_WORK {
-        units.par_iter().map_init(Scratch::default, run).collect()
-    } else {
-        let mut scratch = Scratch::default();
-        units.iter().map(|u| run(&mut scratch, u)).collect()
-    };
-    merge(&partials, &s, tokens, tiles, blocks)
+            .collect();
+        let partials: Vec<Partials> = if parallel {
+            units.par_iter().map_init(Scratch::default, run).collect()
+        } else {
+            units.iter().map(|u| run(&mut scratch, u)).collect()
+        };
+        merged.add(&partials, &s, count, blocks);
+    }
+    merged.finish(d)
 }
 
 /// Reused buffers of one thread: the tile's keys and values as f32, the unit's query rows,
@@ -173,49 +197,70 @@ fn partials_of(
     out
 }
 
-/// Merges each query's partials in tile order: `out = Σ e^(mᵢ-M) accᵢ / Σ e^(mᵢ-M) lᵢ`.
-fn merge(
-    partials: &[Partials],
-    s: &AttentionShape,
-    tokens: usize,
-    tiles: usize,
-    blocks: usize,
-) -> Vec<f32> {
-    let d = s.head_dim;
-    let group = s.heads / s.kv_heads;
-    let mut out = vec![0f32; tokens * s.heads * d];
-    for (row, dst) in out.chunks_exact_mut(d).enumerate() {
-        let (t, h) = (row / s.heads, row % s.heads);
-        let (kv, g) = (h / group, h % group);
-        let (b, i) = (t / QUERY_BLOCK, (t % QUERY_BLOCK) * group + g);
-        let mut max = f32::NEG_INFINITY;
-        let mut sum = 0f32;
-        for tile in 0..tiles {
-            let p = &partials[(kv * tiles + tile) * blocks + b];
-            if p.l[i] == 0.0 {
-                continue;
-            }
-            let acc = &p.acc[i * d..][..d];
-            if sum == 0.0 {
-                max = p.m[i];
-                sum = p.l[i];
-                dst.copy_from_slice(acc);
-                continue;
-            }
-            let new_max = max.max(p.m[i]);
-            let (old_w, new_w) = (exp_inline(max - new_max), exp_inline(p.m[i] - new_max));
-            sum = sum * old_w + p.l[i] * new_w;
-            for (o, a) in dst.iter_mut().zip(acc) {
-                *o = *o * old_w + a * new_w;
-            }
-            max = new_max;
-        }
-        let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
-        for o in dst.iter_mut() {
-            *o *= inv;
+/// Each query's partials merged in tile order, `out = Σ e^(mᵢ-M) accᵢ / Σ e^(mᵢ-M) lᵢ`, a
+/// wave of tiles at a time: per (query, head) row the running maximum, sum and weighted values.
+struct Merged {
+    out: Vec<f32>,
+    max: Vec<f32>,
+    sum: Vec<f32>,
+}
+
+impl Merged {
+    fn new(tokens: usize, s: &AttentionShape) -> Self {
+        let rows = tokens * s.heads;
+        Self {
+            out: vec![0f32; rows * s.head_dim],
+            max: vec![f32::NEG_INFINITY; rows],
+            sum: vec![0f32; rows],
         }
     }
-    out
+
+    /// Merges the partials of the next `tiles` tiles (ordered by KV head, tile, block).
+    fn add(&mut self, partials: &[Partials], s: &AttentionShape, tiles: usize, blocks: usize) {
+        let d = s.head_dim;
+        let group = s.heads / s.kv_heads;
+        let rows = self
+            .out
+            .chunks_exact_mut(d)
+            .zip(&mut self.max)
+            .zip(&mut self.sum);
+        for (row, ((dst, max), sum)) in rows.enumerate() {
+            let (t, h) = (row / s.heads, row % s.heads);
+            let (kv, g) = (h / group, h % group);
+            let (b, i) = (t / QUERY_BLOCK, (t % QUERY_BLOCK) * group + g);
+            for tile in 0..tiles {
+                let p = &partials[(kv * tiles + tile) * blocks + b];
+                if p.l[i] == 0.0 {
+                    continue;
+                }
+                let acc = &p.acc[i * d..][..d];
+                if *sum == 0.0 {
+                    *max = p.m[i];
+                    *sum = p.l[i];
+                    dst.copy_from_slice(acc);
+                    continue;
+                }
+                let new_max = max.max(p.m[i]);
+                let (old_w, new_w) = (exp_inline(*max - new_max), exp_inline(p.m[i] - new_max));
+                *sum = *sum * old_w + p.l[i] * new_w;
+                for (o, a) in dst.iter_mut().zip(acc) {
+                    *o = *o * old_w + a * new_w;
+                }
+                *max = new_max;
+            }
+        }
+    }
+
+    /// The merged rows, divided by their sums: `(tokens, heads * head_dim)`.
+    fn finish(mut self, d: usize) -> Vec<f32> {
+        for (dst, &sum) in self.out.chunks_exact_mut(d).zip(&self.sum) {
+            let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+            for o in dst.iter_mut() {
+                *o *= inv;
+            }
+        }
+        self.out
+    }
 }
 
 #[cfg(test)]

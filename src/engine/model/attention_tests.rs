@@ -99,6 +99,24 @@ fn matches_the_textbook_formula_across_tiles_with_and_without_window() {
 }
 
 #[test]
+fn tiles_merged_a_wave_at_a_time_give_the_same_bits() {
+    // 600 positions span three tiles: merged one, two or all three at a time.
+    for window in [None, Some(300)] {
+        let s = shape(window, 32, 640);
+        let (q, k, v) = inputs(s, 600, 7);
+        let mut cache =
+            KvCache::uniform(1, s.kv_heads, s.head_dim, s.capacity, CacheType::F16).unwrap();
+        let layer = cache.append(0, &k, &v).unwrap();
+        let all = attention_in_waves(&q, layer, s, usize::MAX);
+        let tile_bytes = 600 * s.heads * (s.head_dim + 2) * 4;
+        for budget in [1, tile_bytes, 2 * tile_bytes] {
+            let got = attention_in_waves(&q, layer, s, budget);
+            assert_eq!(all, got, "{window:?}, {budget} bytes a wave");
+        }
+    }
+}
+
+#[test]
 fn every_cache_type_gives_bit_identical_results_in_a_batch_and_one_at_a_time() {
     for kind in [CacheType::F32, CacheType::F16, CacheType::Q8_0] {
         for window in [None, Some(300)] {
