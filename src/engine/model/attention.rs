@@ -5,11 +5,12 @@
 //! Keys are taken in tiles of [`TILE`] positions that start at multiples of `TILE`. For each
 //! query and tile, one partial result is computed: the tile's highest score `m`, the sum `l`
 //! of `exp(score - m)` and the sum of the values weighted by those; the partials of a query
-//! are then merged in tile order, a wave of tiles at a time (so a prefill chunk deep in a long
-//! context holds a bounded amount of partials, not one per tile). A query's arithmetic depends only on its position and the
-//! keys it may see, never on the batch, the chunking of the prompt or the thread count, so a
-//! token's output is bit-for-bit the same in a prefill and in a decode step: what lets a
-//! cached conversation continue exactly as a fresh prefill of it would.
+//! are then merged in tile order, a wave of tiles at a time (so a prefill chunk deep in a
+//! long context holds a bounded amount of partials, not one per tile). A query's arithmetic
+//! depends only on its position and the keys it may see, never on the batch, the chunking of
+//! the prompt or the thread count, so a token's output is bit-for-bit the same in a prefill
+//! and in a decode step: what lets a cached conversation continue exactly as a fresh prefill
+//! of it would.
 //!
 //! The work is split into units of (KV head, tile, block of queries), so that every thread has
 //! work even with few KV heads, deep in a long context (decode: many tiles) or at its start
