@@ -33,7 +33,8 @@ pub const KEY_STRIDE: usize = TILE + 16;
 const QUERY_BLOCK: usize = 16;
 /// Below this much arithmetic (multiply-adds of scores) one thread does it all.
 const PARALLEL_WORK: usize = 1 << 16;
-/// The most memory one wave of tiles' partial results may take (a decode step's fit in one).
+/// The most memory one wave of tiles' partial results may take (a decode step's partials
+/// fit in one wave).
 const PARTIALS_BYTES: usize = 32 << 20;
 
 /// Shapes of one attention call.
