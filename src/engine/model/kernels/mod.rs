@@ -20,9 +20,10 @@
 //! Every kernel computes weight rows against `R` activation rows at once (`R` = 1, 4 or 8;
 //! [`Isa::wide_tiles`] says where eight), so a weight block is unpacked once for several rows
 //! during prefill; one call covers many weight rows, so the per-call checks and dispatch are
-//! paid once per chunk, not per output. The arithmetic done for one activation row is the same sequence of operations whatever `R` is,
-//! so a row's result is bit-identical whether it is computed alone or in a batch (the
-//! decoder's cached and fresh prefills must give the same greedy tokens).
+//! paid once per chunk, not per output. The arithmetic done for one activation row is the
+//! same sequence of operations whatever `R` is, so a row's result is bit-identical whether it
+//! is computed alone or in a batch (the decoder's cached and fresh prefills must give the same
+//! greedy tokens).
 
 mod activations;
 #[cfg(test)]
