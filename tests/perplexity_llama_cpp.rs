@@ -148,9 +148,22 @@ fn perplexity_and_logits_agree_with_llama_cpp() {
              {:.2}%",
             100.0 * same_top
         );
+        // The two perplexities differ by the mean over positions of the difference of the two
+        // engines' log-likelihoods, whose standard error the report gives (paired, as
+        // llama.cpp's `ln(PPL(Q)/PPL(base))`). Rounding noise keeps that mean within a few
+        // errors; a systematic fault (a wrong scale, a dropped term) moves every position the
+        // same way and leaves it many errors out. A fixed 0.5% held on an Intel Xeon (+0.13%)
+        // but not on an AMD Zen 4, where llama.cpp's own kernels put Gemma 3 at 18.07 instead
+        // of 18.27 and taper, the same bits as before, at 1.37% ± 0.51% above it (2.7
+        // errors; SmolLM2 −0.24% ± 0.46%).
+        let ratio = &v["kl_divergence"]["ln_ppl_ratio"];
+        let (ln_ratio, error) = (
+            ratio["value"].as_f64().expect("ln ppl ratio"),
+            ratio["error"].as_f64().expect("its error"),
+        );
         assert!(
-            (ppl / llama_ppl - 1.0).abs() < 0.005,
-            "{file}: {ppl} vs {llama_ppl}"
+            ln_ratio.abs() < 4.0 * error,
+            "{file}: PPL {ppl} vs {llama_ppl}, ln ratio {ln_ratio} ± {error}"
         );
         assert!(kld < KLD_VS_LLAMA_CPP_LIMIT, "{file}: KLD {kld}");
         assert!(same_top > SAME_TOP_VS_LLAMA_CPP_LIMIT, "{file}: {same_top}");
