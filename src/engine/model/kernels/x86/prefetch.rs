@@ -4,7 +4,7 @@ use core::arch::x86_64::*;
 use std::sync::LazyLock;
 
 /// How far past the weights being read a decode step asks for the next ones, on Intel cores:
-/// 6 KB (two to three blocks of the sixteen-row layouts).
+/// 6 KB (about two blocks of the sixteen-row k-quant layouts, eleven of Q8_0×16's).
 const INTEL_PREFETCH_BYTES: usize = 6 << 10;
 
 /// The distance this CPU gets, decided once. On Intel cores the hardware prefetcher alone
