@@ -31,6 +31,11 @@ pub const TILE: usize = 256;
 pub const KEY_STRIDE: usize = TILE + 16;
 /// Queries per unit of work.
 const QUERY_BLOCK: usize = 16;
+/// Rows (queries × the query heads of a KV head) up to which a unit reads an f16 cache in
+/// place, converting as it loads: a decode step's few rows would each read a converted copy
+/// about once, so the copy (written, then read back) cost more than it saved; a prefill's
+/// many rows read each key many times, and convert them once.
+const IN_PLACE_ROWS: usize = 8;
 /// Below this much arithmetic (multiply-adds of scores) one thread does it all.
 const PARALLEL_WORK: usize = 1 << 16;
 /// The most memory one wave of tiles' partial results may take (a decode step's partials
@@ -167,8 +172,13 @@ fn partials_of(
     if lo >= hi {
         return out;
     }
-    let keys = cache.k.tile(unit.kv_head, unit.tile, &mut scratch.keys);
-    let values = cache.v.rows(unit.kv_head, lo, hi, &mut scratch.values);
+    let in_place = count <= IN_PLACE_ROWS;
+    let keys = cache
+        .k
+        .tile(unit.kv_head, unit.tile, in_place, &mut scratch.keys);
+    let values = cache
+        .v
+        .rows(unit.kv_head, lo, hi, in_place, &mut scratch.values);
     // Rows (query, head of the group), the group's heads side by side in `q` already.
     let (rows, ranges) = (&mut scratch.rows, &mut scratch.ranges);
     rows.clear();

@@ -15,43 +15,97 @@
 //! instruction on AVX2 and AVX-512 (and NEON), and libm's correctly rounded `fmaf` on an x86
 //! baseline, slower but only taken by CPUs without AVX2 or with `TAPER_KERNELS=scalar`.
 
-use super::attention::{KEY_STRIDE, TILE};
-use super::vecmath::{exp_inline, multiversion};
+use super::attention::TILE;
+use super::f16_lanes::f16_lanes;
+use super::vecmath::{exp_inline, isa, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
 pub(super) const LANES: usize = 16;
 
-/// Whether this instruction set has 32 vector registers of 16 lanes (AVX-512), so blocks can
-/// be twice as large before the sums no longer fit in registers.
-#[inline(always)]
-fn wide() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use super::vecmath::{level, Level};
-        level() == Level::Avx512
+/// Numbers attention reads (a tile's keys, a run of values): f32, or the cache's f16 bits,
+/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
+/// so a result does not depend on which one it read.
+#[derive(Debug, Clone, Copy)]
+pub enum Numbers<'a> {
+    F32(&'a [f32]),
+    F16(&'a [u16]),
+}
+
+/// A tile's keys, transposed: for each dimension a run of the tile's positions, `stride`
+/// numbers apart.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRuns<'a> {
+    pub numbers: Numbers<'a>,
+    pub stride: usize,
+}
+
+/// Where the loops load their numbers from, `N` at a time as f32.
+trait Source: Copy {
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N];
+}
+
+#[derive(Clone, Copy)]
+struct F32s<'a>(&'a [f32]);
+
+impl Source for F32s<'_> {
+    #[inline(always)]
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
+        load(&self.0[at..])
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+}
+
+/// f16 bits, converted on the calling body's instruction set `ISA`.
+#[derive(Clone, Copy)]
+struct F16s<'a, const ISA: u8>(&'a [u16]);
+
+impl<const ISA: u8> Source for F16s<'_, ISA> {
+    #[inline(always)]
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
+        f16_lanes::<N, ISA>(&self.0[at..])
     }
 }
 
 multiversion! {
     /// `out[r][16g..16g+16] = scale · q[r] · keys[.., 16g..16g+16]` for every row `r` of `q`
     /// (rows of `d` values) and every group `g` in `g0..g1` of sixteen positions of the tile
-    /// (`keys`: `d` runs of [`TILE`] positions, [`KEY_STRIDE`] apart). `out` has [`TILE`]
-    /// scores a row.
-    pub fn score_rows(q: &[f32], d: usize, keys: &[f32], g0: usize, g1: usize, scale: f32, out: &mut [f32]) {
-        match (d, wide()) {
-            (64, true) => score_sized::<64, 4, 3>(q, d, keys, g0, g1, scale, out),
-            (64, false) => score_sized::<64, 4, 1>(q, d, keys, g0, g1, scale, out),
-            (128, true) => score_sized::<128, 4, 3>(q, d, keys, g0, g1, scale, out),
-            (128, false) => score_sized::<128, 4, 1>(q, d, keys, g0, g1, scale, out),
-            (256, true) => score_sized::<256, 4, 3>(q, d, keys, g0, g1, scale, out),
-            (256, false) => score_sized::<256, 4, 1>(q, d, keys, g0, g1, scale, out),
-            (_, true) => score_sized::<0, 4, 3>(q, d, keys, g0, g1, scale, out),
-            (_, false) => score_sized::<0, 4, 1>(q, d, keys, g0, g1, scale, out),
+    /// (`keys`: `d` runs of [`TILE`] positions). `out` has [`TILE`] scores a row.
+    pub fn score_rows(q: &[f32], d: usize, keys: KeyRuns, g0: usize, g1: usize, scale: f32, out: &mut [f32]) {
+        let stride = keys.stride;
+        match keys.numbers {
+            Numbers::F32(k) => score_any::<ISA, _>(q, d, Keys { src: F32s(k), stride }, g0, g1, scale, out),
+            Numbers::F16(k) => score_any::<ISA, _>(q, d, Keys { src: F16s::<ISA>(k), stride }, g0, g1, scale, out),
         }
+    }
+}
+
+/// Keys read from `src`: dimension `i`'s run starts at `i · stride`.
+#[derive(Clone, Copy)]
+struct Keys<S> {
+    src: S,
+    stride: usize,
+}
+
+/// [`score_rows`] for one source, by head size: blocks of three groups where AVX-512's 32
+/// registers hold their sums, one elsewhere.
+#[inline(always)]
+fn score_any<const ISA: u8, S: Source>(
+    q: &[f32],
+    d: usize,
+    keys: Keys<S>,
+    g0: usize,
+    g1: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    match (d, ISA == isa::AVX512) {
+        (64, true) => score_sized::<64, 4, 3, S>(q, d, keys, g0, g1, scale, out),
+        (64, false) => score_sized::<64, 4, 1, S>(q, d, keys, g0, g1, scale, out),
+        (128, true) => score_sized::<128, 4, 3, S>(q, d, keys, g0, g1, scale, out),
+        (128, false) => score_sized::<128, 4, 1, S>(q, d, keys, g0, g1, scale, out),
+        (256, true) => score_sized::<256, 4, 3, S>(q, d, keys, g0, g1, scale, out),
+        (256, false) => score_sized::<256, 4, 1, S>(q, d, keys, g0, g1, scale, out),
+        (_, true) => score_sized::<0, 4, 3, S>(q, d, keys, g0, g1, scale, out),
+        (_, false) => score_sized::<0, 4, 1, S>(q, d, keys, g0, g1, scale, out),
     }
 }
 
@@ -59,10 +113,10 @@ multiversion! {
 /// each block of `G` groups of keys (12 KB for heads of 64) against every row before the next
 /// block, so that the keys are read from L1 by all the rows but the first.
 #[inline(always)]
-fn score_sized<const D: usize, const R: usize, const G: usize>(
+fn score_sized<const D: usize, const R: usize, const G: usize, S: Source>(
     q: &[f32],
     d: usize,
-    keys: &[f32],
+    keys: Keys<S>,
     g0: usize,
     g1: usize,
     scale: f32,
@@ -72,10 +126,10 @@ fn score_sized<const D: usize, const R: usize, const G: usize>(
     let mut g = g0;
     while g < g1 {
         if g + G <= g1 {
-            score_groups::<D, R, G>(q, d, keys, g, scale, out);
+            score_groups::<D, R, G, S>(q, d, keys, g, scale, out);
             g += G;
         } else {
-            score_groups::<D, R, 1>(q, d, keys, g, scale, out);
+            score_groups::<D, R, 1, S>(q, d, keys, g, scale, out);
             g += 1;
         }
     }
@@ -83,10 +137,10 @@ fn score_sized<const D: usize, const R: usize, const G: usize>(
 
 /// Every row against `G` groups from group `g`, `R` rows at a time.
 #[inline(always)]
-fn score_groups<const D: usize, const R: usize, const G: usize>(
+fn score_groups<const D: usize, const R: usize, const G: usize, S: Source>(
     q: &[f32],
     d: usize,
-    keys: &[f32],
+    keys: Keys<S>,
     g: usize,
     scale: f32,
     out: &mut [f32],
@@ -95,12 +149,12 @@ fn score_groups<const D: usize, const R: usize, const G: usize>(
     let mut r = 0;
     while r + R <= rows {
         let (q, out) = (&q[r * d..][..R * d], &mut out[r * TILE..]);
-        score_block::<D, R, G>(q, d, keys, g, scale, out);
+        score_block::<D, R, G, S>(q, d, keys, g, scale, out);
         r += R;
     }
     while r < rows {
         let (q, out) = (&q[r * d..][..d], &mut out[r * TILE..]);
-        score_block::<D, 1, G>(q, d, keys, g, scale, out);
+        score_block::<D, 1, G, S>(q, d, keys, g, scale, out);
         r += 1;
     }
 }
@@ -108,10 +162,10 @@ fn score_groups<const D: usize, const R: usize, const G: usize>(
 /// The scores of `R` rows and `G` groups from group `g`: `R·G` sums in registers, each
 /// `Σ_i q[i]·k[i]` accumulated in dimension order from zero, then scaled.
 #[inline(always)]
-fn score_block<const D: usize, const R: usize, const G: usize>(
+fn score_block<const D: usize, const R: usize, const G: usize, S: Source>(
     q: &[f32],
     d: usize,
-    keys: &[f32],
+    keys: Keys<S>,
     g: usize,
     scale: f32,
     out: &mut [f32],
@@ -119,10 +173,12 @@ fn score_block<const D: usize, const R: usize, const G: usize>(
     let d = if D == 0 { d } else { D };
     let rows: [&[f32]; R] = std::array::from_fn(|r| &q[r * d..][..d]);
     let mut acc = [[[0f32; LANES]; G]; R];
+    // `i` is the dimension: it picks each row's value and the keys' run.
+    #[allow(clippy::needless_range_loop)]
     for i in 0..d {
-        let k = &keys[i * KEY_STRIDE + g * LANES..][..G * LANES];
+        let run = i * keys.stride + g * LANES;
         // Loaded once for all the rows (LLVM would otherwise read them again for each).
-        let k: [[f32; LANES]; G] = std::array::from_fn(|j| load(&k[j * LANES..]));
+        let k: [[f32; LANES]; G] = std::array::from_fn(|j| keys.src.lanes(run + j * LANES));
         for r in 0..R {
             let qi = rows[r][i];
             for j in 0..G {
@@ -180,26 +236,43 @@ multiversion! {
     /// `ranges[r] = (c0, c1)` (tile positions; `p` has [`TILE`] a row, `values` rows of `d`
     /// from tile position `first`), summed in position order. Rows whose ranges overlap are
     /// taken together over the common part, alone over the rest (before it, then after it).
-    pub fn weigh_values(p: &[f32], ranges: &[(usize, usize)], values: &[f32], first: usize, d: usize, acc: &mut [f32]) {
-        match (d, wide()) {
-            (64, true) => weigh_sized::<64, 4, 64>(p, ranges, values, first, d, acc),
-            (64, false) => weigh_sized::<64, 2, 32>(p, ranges, values, first, d, acc),
-            (128, true) => weigh_sized::<128, 4, 64>(p, ranges, values, first, d, acc),
-            (128, false) => weigh_sized::<128, 2, 32>(p, ranges, values, first, d, acc),
-            (256, true) => weigh_sized::<256, 4, 64>(p, ranges, values, first, d, acc),
-            (256, false) => weigh_sized::<256, 2, 32>(p, ranges, values, first, d, acc),
-            (_, true) => weigh_sized::<0, 4, 64>(p, ranges, values, first, d, acc),
-            (_, false) => weigh_sized::<0, 2, 32>(p, ranges, values, first, d, acc),
+    pub fn weigh_values(p: &[f32], ranges: &[(usize, usize)], values: Numbers, first: usize, d: usize, acc: &mut [f32]) {
+        match values {
+            Numbers::F32(v) => weigh_any::<ISA, _>(p, ranges, F32s(v), first, d, acc),
+            Numbers::F16(v) => weigh_any::<ISA, _>(p, ranges, F16s::<ISA>(v), first, d, acc),
         }
+    }
+}
+
+/// [`weigh_values`] for one source, by head size: four rows and 64 columns at a time where
+/// AVX-512's 32 registers hold their sums, two and 32 elsewhere.
+#[inline(always)]
+fn weigh_any<const ISA: u8, S: Source>(
+    p: &[f32],
+    ranges: &[(usize, usize)],
+    values: S,
+    first: usize,
+    d: usize,
+    acc: &mut [f32],
+) {
+    match (d, ISA == isa::AVX512) {
+        (64, true) => weigh_sized::<64, 4, 64, S>(p, ranges, values, first, d, acc),
+        (64, false) => weigh_sized::<64, 2, 32, S>(p, ranges, values, first, d, acc),
+        (128, true) => weigh_sized::<128, 4, 64, S>(p, ranges, values, first, d, acc),
+        (128, false) => weigh_sized::<128, 2, 32, S>(p, ranges, values, first, d, acc),
+        (256, true) => weigh_sized::<256, 4, 64, S>(p, ranges, values, first, d, acc),
+        (256, false) => weigh_sized::<256, 2, 32, S>(p, ranges, values, first, d, acc),
+        (_, true) => weigh_sized::<0, 4, 64, S>(p, ranges, values, first, d, acc),
+        (_, false) => weigh_sized::<0, 2, 32, S>(p, ranges, values, first, d, acc),
     }
 }
 
 /// [`weigh_values`] for heads of `D` values (0: any size), `R` rows and `C` columns at a time.
 #[inline(always)]
-fn weigh_sized<const D: usize, const R: usize, const C: usize>(
+fn weigh_sized<const D: usize, const R: usize, const C: usize, S: Source>(
     p: &[f32],
     ranges: &[(usize, usize)],
-    values: &[f32],
+    values: S,
     first: usize,
     d: usize,
     acc: &mut [f32],
@@ -221,7 +294,7 @@ fn weigh_sized<const D: usize, const R: usize, const C: usize>(
                 *c = (x.0.max(p0), x.1.min(p1));
             }
             let (p, acc) = (&p[r * TILE..], &mut acc[r * d..]);
-            weigh_span::<D, R, C>(p, &clipped[..n], &v, acc);
+            weigh_span::<D, R, C, S>(p, &clipped[..n], &v, acc);
         }
     }
 }
@@ -229,10 +302,10 @@ fn weigh_sized<const D: usize, const R: usize, const C: usize>(
 /// Up to `R` rows over their `ranges`: together over the part common to all, alone before it
 /// and after it.
 #[inline(always)]
-fn weigh_span<const D: usize, const R: usize, const C: usize>(
+fn weigh_span<const D: usize, const R: usize, const C: usize, S: Source>(
     p: &[f32],
     block: &[(usize, usize)],
-    v: &Values,
+    v: &Values<S>,
     acc: &mut [f32],
 ) {
     let (d, n) = (v.d, block.len());
@@ -241,34 +314,34 @@ fn weigh_span<const D: usize, const R: usize, const C: usize>(
         let hi = block.iter().map(|x| x.1).min().unwrap_or(0);
         if n == R && lo < hi {
             for (i, &(c0, _)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, lo, v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C, S>(&p[i * TILE..], c0, lo, v, &mut acc[i * d..]);
             }
-            weigh_rows::<D, R, C>(p, lo, hi, v, acc);
+            weigh_rows::<D, R, C, S>(p, lo, hi, v, acc);
             for (i, &(_, c1)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], hi, c1, v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C, S>(&p[i * TILE..], hi, c1, v, &mut acc[i * d..]);
             }
         } else {
             for (i, &(c0, c1)) in block.iter().enumerate() {
-                weigh_rows::<D, 1, C>(&p[i * TILE..], c0, c1, v, &mut acc[i * d..]);
+                weigh_rows::<D, 1, C, S>(&p[i * TILE..], c0, c1, v, &mut acc[i * d..]);
             }
         }
     }
 }
 
 /// Rows of values from tile position `first` on, `d` numbers each.
-struct Values<'a> {
-    values: &'a [f32],
+struct Values<S> {
+    values: S,
     first: usize,
     d: usize,
 }
 
 /// `R` rows over positions `c0..c1`: columns `C` at a time, the rest one by one.
 #[inline(always)]
-fn weigh_rows<const D: usize, const R: usize, const C: usize>(
+fn weigh_rows<const D: usize, const R: usize, const C: usize, S: Source>(
     p: &[f32],
     c0: usize,
     c1: usize,
-    v: &Values,
+    v: &Values<S>,
     acc: &mut [f32],
 ) {
     if c0 >= c1 {
@@ -277,22 +350,22 @@ fn weigh_rows<const D: usize, const R: usize, const C: usize>(
     let d = if D == 0 { v.d } else { D };
     let mut c = 0;
     while c + C <= d {
-        weigh_block::<R, C>(p, c0, c1, v, c, acc);
+        weigh_block::<R, C, S>(p, c0, c1, v, c, acc);
         c += C;
     }
     while c < d {
-        weigh_block::<R, 1>(p, c0, c1, v, c, acc);
+        weigh_block::<R, 1, S>(p, c0, c1, v, c, acc);
         c += 1;
     }
 }
 
 /// Columns `c..c + C` of `R` rows' sums, in registers across positions `c0..c1`.
 #[inline(always)]
-fn weigh_block<const R: usize, const C: usize>(
+fn weigh_block<const R: usize, const C: usize, S: Source>(
     p: &[f32],
     c0: usize,
     c1: usize,
-    v: &Values,
+    v: &Values<S>,
     c: usize,
     acc: &mut [f32],
 ) {
@@ -302,7 +375,7 @@ fn weigh_block<const R: usize, const C: usize>(
         a[r].copy_from_slice(&acc[r * d + c..][..C]);
     }
     for j in c0..c1 {
-        let row: [f32; C] = load(&v.values[(j - v.first) * d + c..]);
+        let row: [f32; C] = v.values.lanes((j - v.first) * d + c);
         for r in 0..R {
             let w = p[r * TILE + j];
             for x in 0..C {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::model::attention::KEY_STRIDE;
 
 fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2654435761).wrapping_add(1);
@@ -26,11 +27,15 @@ fn attend(
     let g0 = seen.clone().map(|r| r.0).min().unwrap_or(0) / LANES;
     let g1 = seen.map(|r| r.1).max().unwrap_or(0).div_ceil(LANES);
     let mut scores = vec![0f32; rows * TILE];
+    let keys = KeyRuns {
+        numbers: Numbers::F32(keys),
+        stride: KEY_STRIDE,
+    };
     score_rows(q, d, keys, g0, g1, 0.5, &mut scores);
     let (mut m, mut l) = (vec![0f32; rows], vec![0f32; rows]);
     softmax_rows(&mut scores, ranges, &mut m, &mut l);
     let mut acc = vec![0f32; rows * d];
-    weigh_values(&scores, ranges, values, first, d, &mut acc);
+    weigh_values(&scores, ranges, Numbers::F32(values), first, d, &mut acc);
     (m, l, acc)
 }
 

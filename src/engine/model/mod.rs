@@ -6,6 +6,7 @@ mod awake;
 pub mod config;
 pub mod decoder;
 pub mod embedding;
+mod f16_lanes;
 pub mod kernel_path;
 pub mod kernels;
 pub mod kv_cache;

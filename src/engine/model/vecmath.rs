@@ -32,10 +32,13 @@ pub(crate) fn level() -> Level {
                 return Level::Baseline;
             }
             let capped = matches!(forced, Forced::Avx2 | Forced::AvxVnni);
-            if !capped && is_x86_feature_detected!("avx512f") {
+            // F16C (every AVX2 and AVX-512 CPU has it) is part of both levels, for the bodies
+            // that read f16 numbers (the KV cache) with its conversion.
+            let f16c = is_x86_feature_detected!("f16c");
+            if !capped && f16c && is_x86_feature_detected!("avx512f") {
                 return Level::Avx512;
             }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            if f16c && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
                 return Level::Avx2;
             }
         }
@@ -43,21 +46,35 @@ pub(crate) fn level() -> Level {
     })
 }
 
+/// The instruction set a [`multiversion`] body is compiled for, as its `ISA` constant, so that
+/// it can pick intrinsics its level guarantees (F16C's conversion, AVX-512's width).
+pub(crate) mod isa {
+    pub const BASELINE: u8 = 0;
+    pub const AVX2: u8 = 1;
+    pub const AVX512: u8 = 2;
+}
+
 /// Defines `pub fn $name` that runs `$body` compiled for the best instruction set this CPU has.
 /// The body may call only `#[inline(always)]` helpers (or code LLVM inlines anyway) for them to
-/// be compiled for that instruction set too.
+/// be compiled for that instruction set too; it sees which one as the constant `ISA` (an
+/// [`isa`] value).
 macro_rules! multiversion {
     ($(#[$meta:meta])* pub fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
         pub fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body($($arg: $ty),*) $(-> $ret)? $body
+            #[allow(clippy::extra_unused_type_parameters)]
+            fn body<const ISA: u8>($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f")]
-            fn avx512($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+            #[target_feature(enable = "avx512f,f16c")]
+            fn avx512($($arg: $ty),*) $(-> $ret)? {
+                body::<{ $crate::engine::model::vecmath::isa::AVX512 }>($($arg),*)
+            }
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn avx2($($arg: $ty),*) $(-> $ret)? { body($($arg),*) }
+            #[target_feature(enable = "avx2,fma,f16c")]
+            fn avx2($($arg: $ty),*) $(-> $ret)? {
+                body::<{ $crate::engine::model::vecmath::isa::AVX2 }>($($arg),*)
+            }
             use $crate::engine::model::vecmath::{level, Level};
             match level() {
                 // SAFETY: `level()` returned these only after detecting the features at run time.
@@ -66,7 +83,7 @@ macro_rules! multiversion {
                 // SAFETY: as above.
                 #[cfg(target_arch = "x86_64")]
                 Level::Avx2 => unsafe { avx2($($arg),*) },
-                Level::Baseline => body($($arg),*),
+                Level::Baseline => body::<{ $crate::engine::model::vecmath::isa::BASELINE }>($($arg),*),
             }
         }
     };

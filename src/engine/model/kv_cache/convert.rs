@@ -2,30 +2,8 @@
 //! AVX-512, AVX2 and the baseline): f16 and q8_0 rows read back as f32, and a q8_0 block
 //! quantized. Every conversion is exact or rounds the same way on every path.
 
+use crate::engine::model::f16_lanes::f16_bits_to_f32;
 use crate::engine::model::vecmath::{multiversion, round_inline};
-
-/// The f32 value of an IEEE half given by its bits, without branches, so that a loop of
-/// them vectorises (half's own conversion is a call per value without F16C at compile time).
-#[inline(always)]
-fn f16_bits_to_f32(h: u16) -> f32 {
-    let h = u32::from(h);
-    let sign = (h & 0x8000) << 16;
-    let magnitude = h & 0x7fff;
-    // Normal numbers: re-bias the exponent (15 -> 127) and widen the mantissa.
-    let normal = (magnitude << 13) + ((127 - 15) << 23);
-    // Zero and subnormals: the mantissa times 2^-24, exact in f32.
-    let subnormal = (magnitude as f32 * (1.0 / 16_777_216.0)).to_bits();
-    // Infinities and NaNs keep their payload under an all-ones exponent.
-    let special = (magnitude << 13) | 0x7f80_0000;
-    let bits = if magnitude < 0x0400 {
-        subnormal
-    } else if magnitude >= 0x7c00 {
-        special
-    } else {
-        normal
-    };
-    f32::from_bits(bits | sign)
-}
 
 /// `dst[i] = src[i]` for f16 bits `src`: with F16C's conversion instruction where the CPU has
 /// it (exact, as the portable conversion is).

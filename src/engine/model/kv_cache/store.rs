@@ -9,6 +9,7 @@
 
 use super::convert;
 use crate::engine::model::attention::{KEY_STRIDE, TILE};
+use crate::engine::model::attention_block::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::str::FromStr;
@@ -131,22 +132,25 @@ impl ValueStore {
         }
     }
 
-    /// Positions `first..last` of `head` as f32 rows: borrowed when stored as f32, else
-    /// converted into `scratch`.
+    /// Positions `first..last` of `head`, rows of `head_dim`: borrowed when stored as f32,
+    /// or as f16 when `f16_in_place` (for a few rows of queries, which would each read a
+    /// converted copy about once); else converted to f32 into `scratch`.
     pub fn rows<'a>(
         &'a self,
         head: usize,
         first: usize,
         last: usize,
+        f16_in_place: bool,
         scratch: &'a mut Vec<f32>,
-    ) -> &'a [f32] {
+    ) -> Numbers<'a> {
         let d = self.head_dim;
         let (from, to) = (
             (head * self.capacity + first) * d,
             (head * self.capacity + last) * d,
         );
-        match &self.data {
+        Numbers::F32(match &self.data {
             Data::F32(data) => &data[from..to],
+            Data::F16(data) if f16_in_place => return Numbers::F16(&data[from..to]),
             Data::F16(data) => {
                 scratch.resize(to - from, 0.0);
                 convert::f16_to_f32(&data[from..to], scratch);
@@ -158,7 +162,7 @@ impl ValueStore {
                 convert::q8_0_to_f32(blocks, &quants[from..to], scratch);
                 scratch
             }
-        }
+        })
     }
 }
 
@@ -211,11 +215,30 @@ impl KeyStore {
         }
     }
 
-    /// Tile `tile` of `head` as f32 in `scratch`: `head_dim` runs of [`TILE`] positions (only
-    /// the written ones are meaningful), [`KEY_STRIDE`] apart.
-    pub fn tile<'a>(&self, head: usize, tile: usize, scratch: &'a mut Vec<f32>) -> &'a [f32] {
+    /// Tile `tile` of `head`: `head_dim` runs of [`TILE`] positions (only the written ones
+    /// are meaningful). Read in place (runs [`TILE`] apart) when `in_place` and stored as f32
+    /// or f16; else converted to f32 in `scratch`, runs [`KEY_STRIDE`] apart, which keeps a
+    /// block of keys in the first-level cache while many rows of queries take it.
+    pub fn tile<'a>(
+        &'a self,
+        head: usize,
+        tile: usize,
+        in_place: bool,
+        scratch: &'a mut Vec<f32>,
+    ) -> KeyRuns<'a> {
         let (d, start) = (self.head_dim, self.tile_start(head, tile));
         let len = d * TILE;
+        let numbers = match &self.data {
+            Data::F32(data) if in_place => Some(Numbers::F32(&data[start..start + len])),
+            Data::F16(data) if in_place => Some(Numbers::F16(&data[start..start + len])),
+            _ => None,
+        };
+        if let Some(numbers) = numbers {
+            return KeyRuns {
+                numbers,
+                stride: TILE,
+            };
+        }
         scratch.resize(d * KEY_STRIDE, 0.0);
         let runs = scratch
             .chunks_exact_mut(KEY_STRIDE)
@@ -236,6 +259,9 @@ impl KeyStore {
                 convert::q8_0_columns_to_f32(scales, &quants[start..start + len], scratch);
             }
         }
-        scratch
+        KeyRuns {
+            numbers: Numbers::F32(scratch),
+            stride: KEY_STRIDE,
+        }
     }
 }
