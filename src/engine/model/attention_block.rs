@@ -16,54 +16,11 @@
 //! baseline, slower but only taken by CPUs without AVX2 or with `TAPER_KERNELS=scalar`.
 
 use super::attention::TILE;
-use super::f16_lanes::f16_lanes;
+use super::attention_numbers::{F16s, F32s, KeyRuns, Keys, Numbers, Source};
 use super::vecmath::{exp_inline, isa, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
 pub(super) const LANES: usize = 16;
-
-/// Numbers attention reads (a tile's keys, a run of values): f32, or the cache's f16 bits,
-/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
-/// so a result does not depend on which one it read.
-#[derive(Debug, Clone, Copy)]
-pub enum Numbers<'a> {
-    F32(&'a [f32]),
-    F16(&'a [u16]),
-}
-
-/// A tile's keys, transposed: for each dimension a run of the tile's positions, `stride`
-/// numbers apart.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyRuns<'a> {
-    pub numbers: Numbers<'a>,
-    pub stride: usize,
-}
-
-/// Where the loops load their numbers from, `N` at a time as f32.
-trait Source: Copy {
-    fn lanes<const N: usize>(self, at: usize) -> [f32; N];
-}
-
-#[derive(Clone, Copy)]
-struct F32s<'a>(&'a [f32]);
-
-impl Source for F32s<'_> {
-    #[inline(always)]
-    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
-        load(&self.0[at..])
-    }
-}
-
-/// f16 bits, converted on the calling body's instruction set `ISA`.
-#[derive(Clone, Copy)]
-struct F16s<'a, const ISA: u8>(&'a [u16]);
-
-impl<const ISA: u8> Source for F16s<'_, ISA> {
-    #[inline(always)]
-    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
-        f16_lanes::<N, ISA>(&self.0[at..])
-    }
-}
 
 multiversion! {
     /// `out[r][16g..16g+16] = scale · q[r] · keys[.., 16g..16g+16]` for every row `r` of `q`
@@ -76,13 +33,6 @@ multiversion! {
             Numbers::F16(k) => score_any::<ISA, _>(q, d, Keys { src: F16s::<ISA>(k), stride }, g0, g1, scale, out),
         }
     }
-}
-
-/// Keys read from `src`: dimension `i`'s run starts at `i · stride`.
-#[derive(Clone, Copy)]
-struct Keys<S> {
-    src: S,
-    stride: usize,
 }
 
 /// [`score_rows`] for one source, by head size: blocks of three groups where AVX-512's 32
@@ -416,14 +366,6 @@ fn tree(mut lanes: [f32; LANES], f: impl Fn(f32, f32) -> f32) -> f32 {
         width /= 2;
     }
     lanes[0]
-}
-
-/// The first `N` values of `x`, as one value that lives in registers.
-#[inline(always)]
-fn load<const N: usize>(x: &[f32]) -> [f32; N] {
-    let mut out = [0f32; N];
-    out.copy_from_slice(&x[..N]);
-    out
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod attention;
 mod attention_block;
+mod attention_numbers;
 mod awake;
 pub mod config;
 pub mod decoder;

@@ -9,7 +9,7 @@
 
 use super::convert;
 use crate::engine::model::attention::{KEY_STRIDE, TILE};
-use crate::engine::model::attention_block::{KeyRuns, Numbers};
+use crate::engine::model::attention_numbers::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::str::FromStr;

@@ -1,0 +1,63 @@
+//! What attention reads: a tile's keys and a run of values, as f32 or as the KV cache's f16
+//! numbers converted exactly as they are loaded, and the loads the scoring and weighting loops
+//! of [`super::attention_block`] make from either, `N` lanes at a time.
+
+use super::f16_lanes::f16_lanes;
+
+/// Numbers attention reads (a tile's keys, a run of values): f32, or the cache's f16 bits,
+/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
+/// so a result does not depend on which one it read.
+#[derive(Debug, Clone, Copy)]
+pub enum Numbers<'a> {
+    F32(&'a [f32]),
+    F16(&'a [u16]),
+}
+
+/// A tile's keys, transposed: for each dimension a run of the tile's positions, `stride`
+/// numbers apart.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRuns<'a> {
+    pub numbers: Numbers<'a>,
+    pub stride: usize,
+}
+
+/// Where the loops load their numbers from, `N` at a time as f32.
+pub(super) trait Source: Copy {
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N];
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct F32s<'a>(pub(super) &'a [f32]);
+
+impl Source for F32s<'_> {
+    #[inline(always)]
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
+        load(&self.0[at..])
+    }
+}
+
+/// f16 bits, converted on the calling body's instruction set `ISA`.
+#[derive(Clone, Copy)]
+pub(super) struct F16s<'a, const ISA: u8>(pub(super) &'a [u16]);
+
+impl<const ISA: u8> Source for F16s<'_, ISA> {
+    #[inline(always)]
+    fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
+        f16_lanes::<N, ISA>(&self.0[at..])
+    }
+}
+
+/// Keys read from `src`: dimension `i`'s run starts at `i · stride`.
+#[derive(Clone, Copy)]
+pub(super) struct Keys<S> {
+    pub(super) src: S,
+    pub(super) stride: usize,
+}
+
+/// The first `N` values of `x`, as one value that lives in registers.
+#[inline(always)]
+fn load<const N: usize>(x: &[f32]) -> [f32; N] {
+    let mut out = [0f32; N];
+    out.copy_from_slice(&x[..N]);
+    out
+}
