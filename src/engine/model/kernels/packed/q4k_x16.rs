@@ -16,9 +16,11 @@
 //!   `4 i .. 4 i + 4` hold row `i`'s quants `32 s + 4 h ..` in their low nibbles and
 //!   `32 s + 16 + 4 h ..` in their high ones.
 //!
-//! A row's result is `Σ_b d_a (Σ_s d·sc_s·mult_s·Σ q·y − dmin·m_s·mult_s·Σ y)` (`mult_s`
-//! the activations' step multiplier, already in their sums), summed in that order with
-//! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
+//! A row's result is `Σ_b d_a (d·Σ_s sc_s·mult_s·Σ q·y − dmin·Σ_s m_s·mult_s·Σ y)` (`mult_s`
+//! the activations' step multiplier, already in their sums): the first sum in integers, as a
+//! whole super-block (`sc_s·mult_s` fits the 16-bit words of AVX2's `vpmaddwd`, so no float
+//! step per sub-block), the second with fused multiply-adds in sub-block order; [`dot`] is the
+//! plain reference the SIMD kernels match bit for bit.
 //! The rows past the end of a matrix are zeros, and their lanes are never read back.
 
 use crate::engine::model::kernels::packed::{self, GROUP};
@@ -134,22 +136,25 @@ pub(crate) fn dot_with<const R: usize, const B: usize>(
                 let dmin = read_f16(block, DMIN + 2 * i);
                 for r in 0..R {
                     let ab = &a[r][b];
-                    let mut sum = 0f32;
+                    // The weights' integer scale times the activations' step multiplier (at
+                    // most 63 · 16) weighs each sub-block's integer sum, and the super-block
+                    // is summed in integers: |Σ| ≤ 8 · 1008 · 32 · 31 · 127 < 2³¹ even for
+                    // Q5_K's five-bit quants. The mins' term is a float sum in sub-block order.
+                    let mut isum = 0i32;
+                    let mut msum = 0f32;
                     for s in 0..8 {
-                        let isum: i32 = (0..32)
+                        let dot: i32 = (0..32)
                             .map(|l| {
                                 let q = quant(block, i, 32 * s + l) as i32;
                                 q * ab.qs[32 * s + l] as i32
                             })
                             .sum();
-                        let scale = block[SCALES + 16 * s + i] as f32 * d;
-                        let min = block[MINS + 16 * s + i] as f32 * dmin;
-                        // Exact: |isum · mult| < 2²⁴.
-                        let isum = (isum * ab.mult[s] as i32) as f32;
-                        let bsum = ab.sums_f32[s];
-                        sum = isum.mul_add(scale, sum);
-                        sum = (-min).mul_add(bsum, sum);
+                        let weight = i32::from(block[SCALES + 16 * s + i]) * i32::from(ab.mult[s]);
+                        isum += weight * dot;
+                        let min = f32::from(block[MINS + 16 * s + i]);
+                        msum = min.mul_add(ab.sums_f32[s], msum);
                     }
+                    let sum = (-dmin).mul_add(msum, isum as f32 * d);
                     acc[r] = sum.mul_add(ab.d, acc[r]);
                 }
             }

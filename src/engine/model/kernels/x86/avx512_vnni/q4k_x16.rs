@@ -5,7 +5,8 @@
 //!
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
 //! and about 40 other operations, where the ggml-layout kernel spends ~27 operations on each
-//! row's 256. The nibble unpacking and the scales are shared by the `R` activation rows. The operations match
+//! row's 256. Each sub-block's 32-bit sum is weighted by the weights' scale times the
+//! activations' step multiplier and the super-block summed in integers, as the reference does. The nibble unpacking and the scales are shared by the `R` activation rows. The operations match
 //! [`crate::engine::model::kernels::packed::q4k_x16::dot`] one for one, so the results are bit-identical to it. Soundness as
 //! in [`super::ggml`]: the `#[target_feature]` functions run only behind the [`Vnni`] token,
 //! after the wrapper checked the lengths.
@@ -46,13 +47,14 @@ fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
     a: &[&[Q8KBlock]; R],
     acc: &mut [__m512; R],
 ) {
-    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
-    let dmin = _mm512_cvtph_ps(load32::<u8>(arr(block, DMIN)));
-    let mut sum = [_mm512_setzero_ps(); R];
+    let bytes_i32 = |at| _mm512_cvtepu8_epi32(load16(arr(block, at)));
+    let mut isum = [_mm512_setzero_si512(); R];
+    let mut msum = [_mm512_setzero_ps(); R];
     for s in 0..8 {
-        let bytes_f32 = |at| _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16(arr(block, at))));
-        let scale = _mm512_mul_ps(bytes_f32(SCALES + 16 * s), d);
-        let min = _mm512_mul_ps(bytes_f32(MINS + 16 * s), dmin);
+        // One per lane, high words zero: its word products with the multipliers are the
+        // 32-bit ones.
+        let scales = bytes_i32(SCALES + 16 * s);
+        let mins = _mm512_cvtepi32_ps(bytes_i32(MINS + 16 * s));
         // Quants 32s + 4g.. of every row, g = 0..8, with the fifth bits for Q5_K×16.
         let q = nibbles8(block, QS + 256 * s);
         let q = if FIFTH {
@@ -60,17 +62,19 @@ fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
         } else {
             q
         };
-        for (ar, sum) in a.iter().zip(sum.iter_mut()) {
+        for ((ar, isum), msum) in a.iter().zip(isum.iter_mut()).zip(msum.iter_mut()) {
             let ab = &ar[b];
-            let y = &ab.qs[32 * s..32 * s + 32];
-            let isum = _mm512_cvtepi32_ps(dot_broadcast(&q, y, _mm512_setzero_si512()));
-            // Exact, as in the reference: |isum · mult| < 2²⁴.
-            let isum = _mm512_mul_ps(isum, _mm512_set1_ps(ab.mult_f32[s]));
-            let bsum = ab.sums_f32[s];
-            *sum = _mm512_fmadd_ps(isum, scale, *sum);
-            *sum = _mm512_fnmadd_ps(min, _mm512_set1_ps(bsum), *sum);
+            let dot = dot_broadcast(&q, &ab.qs[32 * s..32 * s + 32], _mm512_setzero_si512());
+            let weight = _mm512_mullo_epi16(scales, _mm512_set1_epi32(i32::from(ab.mult[s])));
+            *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(dot, weight));
+            *msum = _mm512_fmadd_ps(mins, _mm512_set1_ps(ab.sums_f32[s]), *msum);
         }
     }
+    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
+    let dmin = _mm512_cvtph_ps(load32::<u8>(arr(block, DMIN)));
+    let sum: [__m512; R] = std::array::from_fn(|r| {
+        _mm512_fnmadd_ps(dmin, msum[r], _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), d))
+    });
     for ((ar, acc), sum) in a.iter().zip(acc).zip(sum) {
         *acc = _mm512_fmadd_ps(sum, _mm512_set1_ps(ar[b].d), *acc);
     }

@@ -1,10 +1,10 @@
 //! The AVX2 kernels of the k-quant sixteen-row layouts: Q4_K×16, Q5_K×16 and Q6_K×16, whose
 //! super-blocks of 256 carry a scale per sub-block. Soundness as in [`super`].
 
-use super::{broadcasts, f16x8, groups, half_bytes, nibbles8, times_mult, u8x8};
-use super::{with_fifth_bits, Acc, BytePath};
+use super::{broadcast4, broadcasts, dot_small, dpbusd, f16x8, groups, half_bytes, nibbles8};
+use super::{times_mult, u8x8, u8x8_i32, with_fifth_bits, word_sums, Acc, BytePath};
 use crate::engine::model::kernels::packed::{self, q4k_x16, q5k_x16, q6k_x16};
-use crate::engine::model::kernels::x86::avx2::ops::arr;
+use crate::engine::model::kernels::x86::avx2::ops::{arr, load_i16x16};
 use crate::engine::model::kernels::Q8KBlock;
 use core::arch::x86_64::*;
 
@@ -63,9 +63,9 @@ pub fn dot_q6k_x16<P: BytePath, const R: usize>(
     )
 }
 
-/// As the VNNI kernel, per half: each sub-block's integer sums times the activations' step
-/// multiplier, times the weights' scale, less their min times the sub-block's sum, then the
-/// super-block's sum times the activations' base step.
+/// As the reference: each sub-block's quant · activation sums, weighted by the weights'
+/// scale times the activations' step multiplier, summed over the super-block in integers;
+/// the mins' term in floats; then `d`, `dmin` and the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
@@ -75,38 +75,159 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
     acc: &mut Acc<R>,
 ) {
     use q4k_x16::{D, DMIN, MINS, QS, SCALES};
-    for h in 0..2 {
-        let d = f16x8(block, D + 16 * h);
-        let dmin = f16x8(block, DMIN + 16 * h);
-        let mut sum = [_mm256_setzero_ps(); R];
-        for s in 0..8 {
-            let scale = _mm256_mul_ps(u8x8(block, SCALES + 16 * s + 8 * h), d);
-            let min = _mm256_mul_ps(u8x8(block, MINS + 16 * s + 8 * h), dmin);
-            let q = nibbles8(block, QS + 256 * s, h);
-            let q = if FIFTH {
-                with_fifth_bits(q, half_bytes(block, q5k_x16::HIGH + 64 * s, h))
-            } else {
-                q
-            };
-            for (ar, sum) in a.iter().zip(sum.iter_mut()) {
-                let ab = &ar[b];
-                let y: [__m256i; 8] = broadcasts(&ab.qs[32 * s..]);
-                // Exact, as in the reference: |isum · mult| < 2²⁴.
-                let words = arr(&ab.mult_words, 16 * s);
-                // Q5_K's five-bit quants add four byte-pair products in 16 bits, Q4_K's eight.
-                let isum = if FIFTH {
-                    times_mult::<P, 8, 4>(&q, &y, 0, ab.mult[s], words)
-                } else {
-                    times_mult::<P, 8, 8>(&q, &y, 0, ab.mult[s], words)
-                };
-                *sum = _mm256_fmadd_ps(isum, scale, *sum);
-                *sum = _mm256_fnmadd_ps(min, _mm256_set1_ps(ab.sums_f32[s]), *sum);
+    let mut isum = [[_mm256_setzero_si256(); 2]; R];
+    for s in 0..8 {
+        let scales = [
+            u8x8_i32(block, SCALES + 16 * s),
+            u8x8_i32(block, SCALES + 16 * s + 8),
+        ];
+        if FIFTH {
+            // Q5_K's fifth bits make a group's quants dearer to unpack: a half's eight groups
+            // are unpacked once for all the rows (eight at a time, `Isa::wide_tiles`).
+            for h in 0..2 {
+                let q = nibbles8(block, QS + 256 * s, h);
+                let q = with_fifth_bits(q, half_bytes(block, q5k_x16::HIGH + 64 * s, h));
+                for (ar, isum) in a.iter().zip(isum.iter_mut()) {
+                    let y: [__m256i; 8] = broadcasts(&ar[b].qs[32 * s..]);
+                    let mult = load_i16x16(arr(&ar[b].mult_words, 16 * s));
+                    // Five-bit quants: four byte-pair products in 16 bits.
+                    isum[h] = weighted_dot::<P, 4>(&q, &y, scales[h], mult, isum[h]);
+                }
             }
-        }
-        for ((ar, acc), sum) in a.iter().zip(acc.iter_mut()).zip(sum) {
-            acc[h] = _mm256_fmadd_ps(sum, _mm256_set1_ps(ar[b].d), acc[h]);
+        } else {
+            sub_block_dots::<P, R, B>(block, s, a, b, scales, &mut isum);
         }
     }
+    for h in 0..2 {
+        let mut msum = [_mm256_setzero_ps(); R];
+        for s in 0..8 {
+            let mins = u8x8(block, MINS + 16 * s + 8 * h);
+            for (ar, msum) in a.iter().zip(msum.iter_mut()) {
+                *msum = _mm256_fmadd_ps(mins, _mm256_set1_ps(ar[b].sums_f32[s]), *msum);
+            }
+        }
+        let d = f16x8(block, D + 16 * h);
+        let dmin = f16x8(block, DMIN + 16 * h);
+        for (r, ar) in a.iter().enumerate() {
+            let sum = _mm256_mul_ps(_mm256_cvtepi32_ps(isum[r][h]), d);
+            let sum = _mm256_fnmadd_ps(dmin, msum[r], sum);
+            acc[r][h] = _mm256_fmadd_ps(sum, _mm256_set1_ps(ar[b].d), acc[r][h]);
+        }
+    }
+}
+
+/// `isum[r][h] += Σ_g (scale · mult) · (q[g] · y[4g..4g + 4])` per 32-bit lane of half `h`,
+/// exactly, for sub-block `s` of a group's Q4_K×16 super-block and of
+/// each activation row's super-block `b` (quants `y`, step multiplier `mult`): the weights'
+/// integer scales (`scales[h]`: one per lane, below 2⁸) times the row's multiplier (at most
+/// 16) fit a word.
+///
+/// One group of four quants at a time, for both halves and every row: a row's broadcast
+/// serves two `vpmaddubsw`, and only a group's quants and a 16-bit sum per row and half are
+/// live (all eight groups' byte-pair products add up in 16 bits: 8 · 2 · 15 · 128 < 2¹⁵, as
+/// in [`super::word_sums`]). Unpacking all eight
+/// groups of a half first left no registers for the rows. With AVX-VNNI `vpdpbusd` sums a
+/// row's groups and the weight multiplies the 32-bit sum; the integers are the same.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn sub_block_dots<P: BytePath, const R: usize, const B: usize>(
+    block: &[u8; B],
+    s: usize,
+    a: &[&[Q8KBlock]; R],
+    b: usize,
+    scales: [__m256i; 2],
+    isum: &mut [[__m256i; 2]; R],
+) {
+    let at = q4k_x16::QS + 256 * s;
+    if P::VNNI {
+        let mut dots = [[_mm256_setzero_si256(); 2]; R];
+        for g in 0..8 {
+            // Plain calls, not a closure: through one LLVM left them out of line.
+            let q = [group_quants(block, at, g, 0), group_quants(block, at, g, 1)];
+            for (ar, dots) in a.iter().zip(dots.iter_mut()) {
+                let yg = broadcast4(&ar[b].qs[32 * s..], g);
+                for h in 0..2 {
+                    // SAFETY: `P::VNNI` proves AVX-VNNI (the `BytePath` contract).
+                    dots[h] = unsafe { dpbusd(dots[h], q[h], yg) };
+                }
+            }
+        }
+        for ((ar, isum), dots) in a.iter().zip(isum.iter_mut()).zip(dots) {
+            let m = load_i16x16(arr(&ar[b].mult_words, 16 * s));
+            for h in 0..2 {
+                // `scales` has zero high words, so its word products are the 32-bit ones.
+                let weight = _mm256_mullo_epi16(scales[h], m);
+                isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dots[h], weight));
+            }
+        }
+        return;
+    }
+    // Each lane's scale in both of its words, as `vpmaddwd` pairs them.
+    let scale_words = [
+        _mm256_or_si256(scales[0], _mm256_slli_epi32(scales[0], 16)),
+        _mm256_or_si256(scales[1], _mm256_slli_epi32(scales[1], 16)),
+    ];
+    let mut pairs = [[_mm256_setzero_si256(); 2]; R];
+    for g in 0..8 {
+        // Plain calls, not a closure: through one LLVM left them out of line.
+        let q = [group_quants(block, at, g, 0), group_quants(block, at, g, 1)];
+        for (ar, pairs) in a.iter().zip(pairs.iter_mut()) {
+            let yg = broadcast4(&ar[b].qs[32 * s..], g);
+            for h in 0..2 {
+                let p = _mm256_maddubs_epi16(q[h], yg);
+                pairs[h] = if g == 0 {
+                    p
+                } else {
+                    _mm256_add_epi16(pairs[h], p)
+                };
+            }
+        }
+    }
+    for ((ar, isum), pairs) in a.iter().zip(isum.iter_mut()).zip(pairs) {
+        let m = load_i16x16(arr(&ar[b].mult_words, 16 * s));
+        for h in 0..2 {
+            let weight = _mm256_mullo_epi16(scale_words[h], m);
+            isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(pairs[h], weight));
+        }
+    }
+}
+
+/// Quants `4g..` of each row of half `h` of a sub-block whose four 64-byte runs of nibbles
+/// start at `at` (one group of [`nibbles8`]).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn group_quants(block: &[u8], at: usize, g: usize, h: usize) -> __m256i {
+    let packed = half_bytes(block, at + 64 * (g % 4), h);
+    let nib = if g < 4 {
+        packed
+    } else {
+        _mm256_srli_epi16(packed, 4)
+    };
+    _mm256_and_si256(nib, _mm256_set1_epi8(0xF))
+}
+
+/// `isum + Σ_g (scale · mult) · (q[g] · y[4g..4g + 4])` per 32-bit lane, exactly: one half's
+/// sub-block against one activation row, weighted by the weights' integer scales (`scales`:
+/// one per lane, below 2⁸, high words zero) times the row's step multiplier (`mult`: sixteen
+/// copies, at most 16), which fit a word. `IN16` as in [`super::word_sums`]. With AVX-VNNI
+/// `vpdpbusd` sums the groups and the weight multiplies the 32-bit sum: the same integer.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn weighted_dot<P: BytePath, const IN16: usize>(
+    q: &[__m256i; 8],
+    y: &[__m256i; 8],
+    scales: __m256i,
+    mult: __m256i,
+    isum: __m256i,
+) -> __m256i {
+    if P::VNNI {
+        let dot = dot_small::<P, 8, IN16>(q, y, _mm256_setzero_si256());
+        let weight = _mm256_mullo_epi16(scales, mult);
+        return _mm256_add_epi32(isum, _mm256_mullo_epi32(dot, weight));
+    }
+    // Each lane's scale in both of its words, as `vpmaddwd` pairs them.
+    let scale_words = _mm256_or_si256(scales, _mm256_slli_epi32(scales, 16));
+    word_sums::<8, IN16>(q, y, _mm256_mullo_epi16(scale_words, mult), isum)
 }
 
 /// As the VNNI kernel, per half: the 6-bit quants (nibbles, and the two high bits moved to

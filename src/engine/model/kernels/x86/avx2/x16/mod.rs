@@ -174,7 +174,7 @@ pub(super) fn dot_small<P: BytePath, const N: usize, const IN16: usize>(
 /// 4-bit quants 17 operations per eight groups instead of 20.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn word_sums<const N: usize, const IN16: usize>(
+pub(super) fn word_sums<const N: usize, const IN16: usize>(
     q: &[__m256i; N],
     y: &[__m256i; N],
     words: __m256i,
@@ -298,6 +298,14 @@ pub(super) fn with_fifth_bits(nib: [__m256i; 8], hi: __m256i) -> [__m256i; 8] {
         };
         _mm256_or_si256(nib[g], _mm256_and_si256(fifth, bit4))
     })
+}
+
+/// Eight bytes at `at` (one half's rows), one per 32-bit lane.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(super) fn u8x8_i32(block: &[u8], at: usize) -> __m256i {
+    let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, at)));
+    _mm256_cvtepu8_epi32(bytes)
 }
 
 /// Eight bytes at `at` (one half's rows) as f32.
