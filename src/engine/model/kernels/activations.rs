@@ -43,10 +43,12 @@ pub struct Q8KBlock {
     /// The same multipliers laid out for the SIMD kernels' loads, each sixteen times over: 256
     /// or 512 bits of words line up with the 16-bit products of 32 or 64 quants.
     pub mult_words: [i16; QK_K / 2],
-    /// For the sixteen-row kernels, which work in floats: each multiplier, and each
-    /// sub-block's quant sum times it (exact: at most 32 · 127 · 16 < 2²⁴).
-    pub mult_f32: [f32; QK_K / 32],
+    /// For the sixteen-row kernels' mins, which they sum in floats: each sub-block's quant
+    /// sum times its multiplier (exact: at most 32 · 128 · 16 < 2²⁴).
     pub sums_f32: [f32; QK_K / 32],
+    /// Each sum of 16 quants times its sub-block's multiplier (at most 16 · 128 · 16 = 2¹⁵
+    /// in magnitude, an i16): Q6_K×16's offset of its +32 quants, in 16-bit words.
+    pub mult_bsums: [i16; QK_K / 16],
     pub qs: [i8; QK_K],
     pub bsums: [i16; QK_K / 16],
 }
@@ -57,8 +59,8 @@ impl Default for Q8KBlock {
             d: 0.0,
             mult: [0; QK_K / 32],
             mult_words: [0; QK_K / 2],
-            mult_f32: [0.0; QK_K / 32],
             sums_f32: [0.0; QK_K / 32],
+            mult_bsums: [0; QK_K / 16],
             qs: [0; QK_K],
             bsums: [0; QK_K / 16],
         }
@@ -70,14 +72,18 @@ impl Q8KBlock {
     pub fn set_mult(&mut self, j: usize, mult: i16) {
         self.mult[j] = mult;
         self.mult_words[16 * j..16 * j + 16].fill(mult);
-        self.mult_f32[j] = f32::from(mult);
     }
 
-    /// Fills [`Self::sums_f32`] from the sums of 16 and the multipliers.
-    pub fn set_sums_f32(&mut self) {
+    /// Fills [`Self::sums_f32`] and [`Self::mult_bsums`] from the sums of 16 and the
+    /// multipliers.
+    pub fn set_scaled_sums(&mut self) {
         for (j, s) in self.sums_f32.iter_mut().enumerate() {
             let sum = i32::from(self.bsums[2 * j]) + i32::from(self.bsums[2 * j + 1]);
             *s = (sum * i32::from(self.mult[j])) as f32;
+        }
+        for (t, m) in self.mult_bsums.iter_mut().enumerate() {
+            // In range: |Σ y| ≤ 16 · 128 and the multiplier at most 16 (see the field).
+            *m = self.bsums[t].wrapping_mul(self.mult[t / 2]);
         }
     }
 }
@@ -192,7 +198,7 @@ vecmath::multiversion! {
             for (s, q) in b.bsums.iter_mut().zip(b.qs.as_chunks::<16>().0) {
                 *s = q.iter().map(|&q| q as i16).sum();
             }
-            b.set_sums_f32();
+            b.set_scaled_sums();
             b.d = step;
         }
     }

@@ -18,9 +18,10 @@
 //!   the nibbles of group `4 k + m` hold (so group `g` is one shift and mask away).
 //!
 //! Quants are stored unsigned (`q + 32`, 0..63), as a `vpdpbusd` takes them. A row's result
-//! is `Σ_b d_a Σ_t d·sc_t·mult_t·(Σ q·y − 32·Σ y)` over the sixteen sub-blocks (`mult_t` the
-//! activations' step multiplier of the sub-block's 32), summed in that order with fused
-//! multiply-adds; [`dot`] is the plain reference the SIMD kernels match bit for bit. The rows
+//! is `Σ_b d_a·d·Σ_t sc_t·mult_t·(Σ q·y − 32·Σ y)` over the sixteen sub-blocks (`mult_t` the
+//! activations' step multiplier of the sub-block's 32): the super-block's sum in integers
+//! (`sc_t·mult_t` fits AVX2's 16-bit words), then one conversion and two float steps;
+//! [`dot`] is the plain reference the SIMD kernels match bit for bit. The rows
 //! past the end of a matrix are zeros, and their lanes are never read back.
 
 use super::q4k_x16;
@@ -118,21 +119,27 @@ pub fn dot<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]])
                 let d = read_f16(block, D + 2 * i);
                 for r in 0..R {
                     let ab = &a[r][b];
-                    let mut sum = 0f32;
+                    // Each sub-block's integer sum weighted by its scale times the step
+                    // multiplier (|sc · mult| ≤ 2¹¹), less the +32 offset of the stored quants
+                    // as the scaled sums of 16, all in integers. The result is at most
+                    // 256 · 32 · 128 · 2¹¹ = 2³¹ in magnitude (only -2³¹ reaches it), so it is
+                    // an i32; the partial sums may wrap, as the SIMD kernels' do.
+                    let mut isum = 0i32;
+                    let mut offset = 0i32;
                     for t in 0..16 {
-                        let isum: i32 = (0..16)
+                        let dot: i32 = (0..16)
                             .map(|l| {
                                 let q = quant_at(block, i, 16 * t + l) as i32;
                                 q * ab.qs[16 * t + l] as i32
                             })
-                            .sum::<i32>()
-                            - 32 * ab.bsums[t] as i32;
-                        let scale = block[SCALES + 16 * t + i] as i8 as f32 * d;
-                        // Exact: |isum · mult| ≤ 2¹⁶ · 16 < 2²⁴.
-                        let isum = (isum * ab.mult[t / 2] as i32) as f32;
-                        sum = isum.mul_add(scale, sum);
+                            .sum();
+                        let scale = i32::from(block[SCALES + 16 * t + i] as i8);
+                        let weight = scale * i32::from(ab.mult[t / 2]);
+                        isum = isum.wrapping_add(weight.wrapping_mul(dot));
+                        offset += scale * i32::from(ab.mult_bsums[t]);
                     }
-                    acc[r] = sum.mul_add(ab.d, acc[r]);
+                    let isum = isum.wrapping_sub(offset.wrapping_mul(32));
+                    acc[r] = (isum as f32 * d).mul_add(ab.d, acc[r]);
                 }
             }
             *o = acc;

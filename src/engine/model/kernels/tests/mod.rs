@@ -53,7 +53,7 @@ fn activations(format: Format, nb: usize, extreme: bool, rng: &mut Rng) -> Acts 
                 (0..QK_K / 32).for_each(|j| b.set_mult(j, MAX_MULT));
                 b.qs = [-128; QK_K];
                 b.bsums = [-128 * 16; QK_K / 16];
-                b.set_sums_f32();
+                b.set_scaled_sums();
             }
         }
         Acts::K(a)

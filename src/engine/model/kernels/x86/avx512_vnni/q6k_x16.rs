@@ -3,7 +3,7 @@
 //! each vector, four activation bytes broadcast per `vpdpbusd`.
 //!
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
-//! and the float steps of sixteen sub-blocks; the unpacking of the 6-bit quants (nibble, two
+//! and sixteen sub-blocks' integer weighting (`vpmulld`), summed in integers; the unpacking of the 6-bit quants (nibble, two
 //! high bits, one shift and mask each) and the scales are shared by the `R` activation rows.
 //! The operations match [`crate::engine::model::kernels::packed::q6k_x16::dot`] one for one,
 //! so the results are bit-identical to it. Soundness as in [`super::ggml`]: the
@@ -58,29 +58,28 @@ fn add_block<const R: usize>(
     a: &[&[Q8KBlock]; R],
     acc: &mut [__m512; R],
 ) {
-    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
-    let scale = |t: usize| {
-        let sc = _mm512_cvtepi8_epi32(load16(arr(block, SCALES + 16 * t)));
-        _mm512_mul_ps(_mm512_cvtepi32_ps(sc), d)
-    };
-    let mut sum = [_mm512_setzero_ps(); R];
+    let scales = |t: usize| _mm512_cvtepi8_epi32(load16(arr(block, SCALES + 16 * t)));
+    let mut isum = [_mm512_setzero_si512(); R];
     for s in 0..8 {
-        let scales = [scale(2 * s), scale(2 * s + 1)];
+        let scales = [scales(2 * s), scales(2 * s + 1)];
         let q = quants(block, s);
         let halves: [&[__m512i; 4]; 2] = [arr(&q, 0), arr(&q, 4)];
-        for (ar, sum) in a.iter().zip(sum.iter_mut()) {
+        for (ar, isum) in a.iter().zip(isum.iter_mut()) {
             let ab = &ar[b];
+            let mult = _mm512_set1_epi32(i32::from(ab.mult[s]));
             for (k, (q, scale)) in halves.into_iter().zip(scales).enumerate() {
                 let t = 2 * s + k;
-                // The quants are stored +32: start from -32 Σ y.
+                // The quants are stored +32: start from -32 Σ y. The sub-block's exact sum
+                // times its weight is the reference's integer (which may wrap as it does).
                 let start = _mm512_set1_epi32(-32 * i32::from(ab.bsums[t]));
-                let isum = dot_broadcast(q, &ab.qs[16 * t..16 * t + 16], start);
-                // Exact, as in the reference: |isum · mult| < 2²⁴.
-                let isum = _mm512_mul_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(ab.mult_f32[s]));
-                *sum = _mm512_fmadd_ps(isum, scale, *sum);
+                let dot = dot_broadcast(q, &ab.qs[16 * t..16 * t + 16], start);
+                let weight = _mm512_mullo_epi32(scale, mult);
+                *isum = _mm512_add_epi32(*isum, _mm512_mullo_epi32(dot, weight));
             }
         }
     }
+    let d = _mm512_cvtph_ps(load32::<u8>(arr(block, D)));
+    let sum: [__m512; R] = std::array::from_fn(|r| _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r]), d));
     for ((ar, acc), sum) in a.iter().zip(acc).zip(sum) {
         *acc = _mm512_fmadd_ps(sum, _mm512_set1_ps(ar[b].d), *acc);
     }

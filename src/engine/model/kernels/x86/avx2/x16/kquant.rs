@@ -2,7 +2,7 @@
 //! super-blocks of 256 carry a scale per sub-block. Soundness as in [`super`].
 
 use super::{broadcast4, broadcasts, dot_small, dpbusd, f16x8, groups, half_bytes, nibbles8};
-use super::{times_mult, u8x8, u8x8_i32, with_fifth_bits, word_sums, Acc, BytePath};
+use super::{bytes8, u8x8, u8x8_i32, with_fifth_bits, word_sums, Acc, BytePath};
 use crate::engine::model::kernels::packed::{self, q4k_x16, q5k_x16, q6k_x16};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load_i16x16};
 use crate::engine::model::kernels::Q8KBlock;
@@ -230,10 +230,11 @@ fn weighted_dot<P: BytePath, const IN16: usize>(
     word_sums::<8, IN16>(q, y, _mm256_mullo_epi16(scale_words, mult), isum)
 }
 
-/// As the VNNI kernel, per half: the 6-bit quants (nibbles, and the two high bits moved to
-/// bits 4 and 5), each 16-element sub-block's integer sum less 32 Σ y, times the activations'
-/// step multiplier and the sub-block's scale, then the super-block's sum times their base
-/// step.
+/// As the reference, per half: the 6-bit quants (nibbles, and the two high bits moved to
+/// bits 4 and 5), each 16-element sub-block's integer sum weighted by its scale times the
+/// activations' step multiplier, less the +32 offset of the quants (the scales against the
+/// activations' scaled sums of 16, `vpmaddwd`), all summed over the super-block in integers;
+/// then `d` and the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 fn q6k_block<P: BytePath, const R: usize>(
@@ -245,15 +246,18 @@ fn q6k_block<P: BytePath, const R: usize>(
     use q6k_x16::{D, QH, QL, SCALES};
     let m2 = _mm256_set1_epi8(0x30);
     for h in 0..2 {
-        let d = f16x8(block, D + 16 * h);
-        let mut sum = [_mm256_setzero_ps(); R];
+        let mut isum = [_mm256_setzero_si256(); R];
+        let mut offset = [_mm256_setzero_si256(); R];
         for s in 0..8 {
-            let scale = |t: usize| {
-                let bytes =
-                    _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, SCALES + 16 * t + 8 * h)));
-                _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d)
-            };
-            let scales = [scale(2 * s), scale(2 * s + 1)];
+            let first = bytes8(block, SCALES + 32 * s + 8 * h);
+            let second = bytes8(block, SCALES + 32 * s + 16 + 8 * h);
+            // Each lane's scale in both of its words (for the weights), and the two
+            // sub-blocks' scales side by side (for the offset).
+            let scale_words = [
+                _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(first, first)),
+                _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(second, second)),
+            ];
+            let scale_pairs = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(first, second));
             let nib = nibbles8(block, QL + 256 * s, h);
             let high = [
                 half_bytes(block, QH + 128 * s, h),
@@ -270,21 +274,38 @@ fn q6k_block<P: BytePath, const R: usize>(
                 _mm256_or_si256(nib[g], _mm256_and_si256(hi, m2))
             });
             let halves: [&[__m256i; 4]; 2] = [arr(&q, 0), arr(&q, 4)];
-            for (ar, sum) in a.iter().zip(sum.iter_mut()) {
+            for ((ar, isum), offset) in a.iter().zip(isum.iter_mut()).zip(offset.iter_mut()) {
                 let ab = &ar[b];
-                for (k, (q, scale)) in halves.into_iter().zip(scales).enumerate() {
-                    let t = 2 * s + k;
-                    let y: [__m256i; 4] = broadcasts(&ab.qs[16 * t..]);
-                    // The quants are stored +32: start from -32 Σ y. Exact, as in the
-                    // reference: |isum · mult| < 2²⁴.
-                    let start = -32 * i32::from(ab.bsums[t]);
-                    let words = arr(&ab.mult_words, 16 * s);
-                    let isum = times_mult::<P, 4, 2>(q, &y, start, ab.mult[s], words);
-                    *sum = _mm256_fmadd_ps(isum, scale, *sum);
+                let mult = load_i16x16(arr(&ab.mult_words, 16 * s));
+                for (k, (q, scale_words)) in halves.into_iter().zip(scale_words).enumerate() {
+                    let y: [__m256i; 4] = broadcasts(&ab.qs[16 * (2 * s + k)..]);
+                    let weight = _mm256_mullo_epi16(scale_words, mult);
+                    *isum = if P::VNNI {
+                        // `vpdpbusd`'s 32-bit sum times the weight: the same integer.
+                        let dot = dot_small::<P, 4, 2>(q, &y, _mm256_setzero_si256());
+                        let low = _mm256_and_si256(mult, _mm256_set1_epi32(0xFFFF));
+                        let weight = _mm256_madd_epi16(scale_words, low);
+                        _mm256_add_epi32(*isum, _mm256_mullo_epi32(dot, weight))
+                    } else {
+                        // Six-bit quants: two byte-pair products in 16 bits.
+                        word_sums::<4, 2>(q, &y, weight, *isum)
+                    };
                 }
+                let sums: &[i16; 2] = arr(&ab.mult_bsums, 2 * s);
+                let sums = i32::from(sums[0] as u16) | i32::from(sums[1]) << 16;
+                let sums = _mm256_madd_epi16(scale_pairs, _mm256_set1_epi32(sums));
+                *offset = _mm256_add_epi32(*offset, sums);
             }
         }
-        for ((ar, acc), sum) in a.iter().zip(acc.iter_mut()).zip(sum) {
+        let d = f16x8(block, D + 16 * h);
+        for ((ar, acc), (isum, offset)) in a
+            .iter()
+            .zip(acc.iter_mut())
+            .zip(isum.into_iter().zip(offset))
+        {
+            // The quants are stored +32 (wrapping, as the reference's sums).
+            let isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset, 5));
+            let sum = _mm256_mul_ps(_mm256_cvtepi32_ps(isum), d);
             acc[h] = _mm256_fmadd_ps(sum, _mm256_set1_ps(ar[b].d), acc[h]);
         }
     }

@@ -200,29 +200,6 @@ pub(super) fn word_sums<const N: usize, const IN16: usize>(
     sum
 }
 
-/// `mult · (start + Σ_g q[g] · y[4g..4g + 4])` per lane as f32, exactly (the callers' sums
-/// stay below 2²⁴, as the references need). AVX2 takes `mult` into `vpmaddwd`'s words (its
-/// sixteen copies, `mult_words`) instead of ones, for nothing; AVX-VNNI's `vpdpbusd` has no
-/// word step, so it converts the sum and multiplies in floats. Both are the same value.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn times_mult<P: BytePath, const N: usize, const IN16: usize>(
-    q: &[__m256i; N],
-    y: &[__m256i; N],
-    start: i32,
-    mult: i16,
-    mult_words: &[i16; 16],
-) -> __m256 {
-    if P::VNNI {
-        let isum = dot_small::<P, N, IN16>(q, y, _mm256_set1_epi32(start));
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(f32::from(mult)));
-    }
-    // SAFETY: `mult_words` is 32 readable bytes; loadu has no alignment requirement.
-    let words = unsafe { _mm256_loadu_si256(mult_words.as_ptr().cast()) };
-    let start = _mm256_set1_epi32(start * i32::from(mult));
-    _mm256_cvtepi32_ps(word_sums::<N, IN16>(q, y, words, start))
-}
-
 /// `sum + Σ u · s` over each lane's four byte pairs (`u` unsigned, `s` signed, no pair's two
 /// products above 2¹⁵ together): `vpdpbusd` with AVX-VNNI, else `vpmaddubsw` + `vpmaddwd`.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -300,18 +277,23 @@ pub(super) fn with_fifth_bits(nib: [__m256i; 8], hi: __m256i) -> [__m256i; 8] {
     })
 }
 
+/// Eight bytes at `at` (one half's rows) in the low half of a 128-bit vector.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(super) fn bytes8(block: &[u8], at: usize) -> __m128i {
+    _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, at)))
+}
+
 /// Eight bytes at `at` (one half's rows), one per 32-bit lane.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(super) fn u8x8_i32(block: &[u8], at: usize) -> __m256i {
-    let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, at)));
-    _mm256_cvtepu8_epi32(bytes)
+    _mm256_cvtepu8_epi32(bytes8(block, at))
 }
 
 /// Eight bytes at `at` (one half's rows) as f32.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 pub(super) fn u8x8(block: &[u8], at: usize) -> __m256 {
-    let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(*arr(block, at)));
-    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))
+    _mm256_cvtepi32_ps(u8x8_i32(block, at))
 }
