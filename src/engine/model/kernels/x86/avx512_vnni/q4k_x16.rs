@@ -6,10 +6,12 @@
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
 //! and about 40 other operations, where the ggml-layout kernel spends ~27 operations on each
 //! row's 256. Each sub-block's 32-bit sum is weighted by the weights' scale times the
-//! activations' step multiplier and the super-block summed in integers, as the reference does. The nibble unpacking and the scales are shared by the `R` activation rows. The operations match
-//! [`crate::engine::model::kernels::packed::q4k_x16::dot`] one for one, so the results are bit-identical to it. Soundness as
-//! in [`super::ggml`]: the `#[target_feature]` functions run only behind the [`Vnni`] token,
-//! after the wrapper checked the lengths.
+//! activations' step multiplier and the super-block summed in integers, as the reference
+//! does. The nibble unpacking and the scales are shared by the `R` activation rows. The
+//! operations match [`crate::engine::model::kernels::packed::q4k_x16::dot`] one for one, so
+//! the results are bit-identical to it. Soundness as in [`super::ggml`]: the
+//! `#[target_feature]` functions run only behind the [`Vnni`] token, after the wrapper
+//! checked the lengths.
 
 use super::ggml::load64;
 use super::groups::{dot_broadcast, nibbles8, with_fifth_bits, x16_groups};

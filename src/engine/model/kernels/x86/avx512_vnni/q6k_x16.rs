@@ -3,8 +3,9 @@
 //! each vector, four activation bytes broadcast per `vpdpbusd`.
 //!
 //! Per super-block and activation row: 64 `vpdpbusd` (4096 multiply-adds over sixteen rows)
-//! and sixteen sub-blocks' integer weighting (`vpmulld`), summed in integers; the unpacking of the 6-bit quants (nibble, two
-//! high bits, one shift and mask each) and the scales are shared by the `R` activation rows.
+//! and sixteen sub-blocks' integer weighting (`vpmulld`), summed in integers; the unpacking
+//! of the 6-bit quants (nibble, two high bits, one shift and mask each) and the scales are
+//! shared by the `R` activation rows.
 //! The operations match [`crate::engine::model::kernels::packed::q6k_x16::dot`] one for one,
 //! so the results are bit-identical to it. Soundness as in [`super::ggml`]: the
 //! `#[target_feature]` functions run only behind the [`Vnni`] token, after the wrapper checked

@@ -155,18 +155,12 @@ fn sub_block_dots<P: BytePath, const R: usize, const B: usize>(
         for ((ar, isum), dots) in a.iter().zip(isum.iter_mut()).zip(dots) {
             let m = load_i16x16(arr(&ar[b].mult_words, 16 * s));
             for h in 0..2 {
-                // `scales` has zero high words, so its word products are the 32-bit ones.
-                let weight = _mm256_mullo_epi16(scales[h], m);
-                isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(dots[h], weight));
+                isum[h] = add_weighted_dot(isum[h], dots[h], scales[h], m);
             }
         }
         return;
     }
-    // Each lane's scale in both of its words, as `vpmaddwd` pairs them.
-    let scale_words = [
-        _mm256_or_si256(scales[0], _mm256_slli_epi32(scales[0], 16)),
-        _mm256_or_si256(scales[1], _mm256_slli_epi32(scales[1], 16)),
-    ];
+    let scale_words = [both_words(scales[0]), both_words(scales[1])];
     let mut pairs = [[_mm256_setzero_si256(); 2]; R];
     for g in 0..8 {
         // Plain calls, not a closure: through one LLVM left them out of line.
@@ -222,12 +216,27 @@ fn weighted_dot<P: BytePath, const IN16: usize>(
 ) -> __m256i {
     if P::VNNI {
         let dot = dot_small::<P, 8, IN16>(q, y, _mm256_setzero_si256());
-        let weight = _mm256_mullo_epi16(scales, mult);
-        return _mm256_add_epi32(isum, _mm256_mullo_epi32(dot, weight));
+        return add_weighted_dot(isum, dot, scales, mult);
     }
-    // Each lane's scale in both of its words, as `vpmaddwd` pairs them.
-    let scale_words = _mm256_or_si256(scales, _mm256_slli_epi32(scales, 16));
-    word_sums::<8, IN16>(q, y, _mm256_mullo_epi16(scale_words, mult), isum)
+    word_sums::<8, IN16>(q, y, _mm256_mullo_epi16(both_words(scales), mult), isum)
+}
+
+/// Each 32-bit lane's value (below 2¹⁵, high word zero) in both of its words, as `vpmaddwd`
+/// pairs them.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn both_words(x: __m256i) -> __m256i {
+    _mm256_or_si256(x, _mm256_slli_epi32(x, 16))
+}
+
+/// `isum + (scale · mult) · dot` per 32-bit lane, for AVX-VNNI's 32-bit sums: `scales` has
+/// zero high words, so its word products with the multipliers (`mult`, sixteen copies) are
+/// the 32-bit ones.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn add_weighted_dot(isum: __m256i, dot: __m256i, scales: __m256i, mult: __m256i) -> __m256i {
+    let weight = _mm256_mullo_epi16(scales, mult);
+    _mm256_add_epi32(isum, _mm256_mullo_epi32(dot, weight))
 }
 
 /// As the reference, per half: the 6-bit quants (nibbles, and the two high bits moved to
@@ -279,7 +288,6 @@ fn q6k_block<P: BytePath, const R: usize>(
                 let mult = load_i16x16(arr(&ab.mult_words, 16 * s));
                 for (k, (q, scale_words)) in halves.into_iter().zip(scale_words).enumerate() {
                     let y: [__m256i; 4] = broadcasts(&ab.qs[16 * (2 * s + k)..]);
-                    let weight = _mm256_mullo_epi16(scale_words, mult);
                     *isum = if P::VNNI {
                         // `vpdpbusd`'s 32-bit sum times the weight: the same integer.
                         let dot = dot_small::<P, 4, 2>(q, &y, _mm256_setzero_si256());
@@ -288,6 +296,7 @@ fn q6k_block<P: BytePath, const R: usize>(
                         _mm256_add_epi32(*isum, _mm256_mullo_epi32(dot, weight))
                     } else {
                         // Six-bit quants: two byte-pair products in 16 bits.
+                        let weight = _mm256_mullo_epi16(scale_words, mult);
                         word_sums::<4, 2>(q, &y, weight, *isum)
                     };
                 }
