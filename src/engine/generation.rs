@@ -303,6 +303,19 @@ impl<'t> Decoding<'t> {
 
 /// Non-finite logits mean a broken model or file: an error, not a token.
 fn ensure_finite(logits: &[f32]) -> Result<()> {
+    // A test that vectorizes (all exponent bits set: infinite or NaN) before the search that
+    // stops at the first bad value, which does not: a branch per logit over Gemma's 262,144
+    // cost a tenth of a millisecond every token.
+    const EXPONENT: u32 = 0x7F80_0000;
+    let all_finite = logits.chunks(1024).all(|chunk| {
+        let bad = chunk.iter().fold(0u32, |acc, v| {
+            acc | u32::from(v.to_bits() & EXPONENT == EXPONENT)
+        });
+        bad == 0
+    });
+    if all_finite {
+        return Ok(());
+    }
     match logits.iter().position(|v| !v.is_finite()) {
         Some(i) => bail!(
             "the model produced a non-finite logit ({}) for token {i}",
@@ -316,3 +329,26 @@ fn ensure_finite(logits: &[f32]) -> Result<()> {
 pub struct Unobserved;
 
 impl TurnObserver for Unobserved {}
+
+#[cfg(test)]
+mod tests {
+    use super::ensure_finite;
+
+    #[test]
+    fn a_non_finite_logit_anywhere_is_named_with_its_token() {
+        let mut logits: Vec<f32> = (0..5000).map(|i| (i % 97) as f32 - 48.0).collect();
+        assert!(ensure_finite(&logits).is_ok());
+        for (at, bad) in [
+            (0, f32::NAN),
+            (1023, f32::INFINITY),
+            (4999, f32::NEG_INFINITY),
+        ] {
+            let kept = logits[at];
+            logits[at] = bad;
+            let message = ensure_finite(&logits).expect_err("a bad logit").to_string();
+            assert!(message.contains(&format!("token {at}")), "{message}");
+            logits[at] = kept;
+        }
+        assert!(ensure_finite(&[f32::MAX, f32::MIN, f32::MIN_POSITIVE, -0.0]).is_ok());
+    }
+}

@@ -199,16 +199,27 @@ impl Sampler {
 /// The index of the largest logit, the lowest one on ties; NaN is never chosen (all-NaN
 /// logits give 0).
 fn argmax(logits: &[f32]) -> u32 {
-    let mut best: Option<(usize, f32)> = None;
-    for (i, &l) in logits.iter().enumerate() {
-        if l.is_nan() {
-            continue;
-        }
-        if best.is_none_or(|(_, b)| l > b) {
-            best = Some((i, l));
+    // Two passes that vectorize rather than one that branches on every logit: on Gemma's
+    // 262,144-entry vocabulary the branching loop took a third of a millisecond per token,
+    // 3% of a decode step, with the compute threads idle. First the largest value in sixteen
+    // independent lanes (a comparison with NaN is false, so NaNs are skipped), then the first
+    // position holding it: the first of several equal maxima, as before.
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let (chunks, rest) = logits.as_chunks::<16>();
+    for chunk in chunks {
+        for (lane, &l) in lanes.iter_mut().zip(chunk) {
+            *lane = if l > *lane { l } else { *lane };
         }
     }
-    best.map_or(0, |(i, _)| i as u32)
+    let max = lanes
+        .iter()
+        .chain(rest)
+        .fold(f32::NEG_INFINITY, |m, &l| if l > m { l } else { m });
+    // All NaN: nothing equals `max` (−∞), and token 0 is as good as any.
+    logits
+        .iter()
+        .position(|&l| l == max)
+        .map_or(0, |i| i as u32)
 }
 
 /// llama.cpp's repeat penalty: every distinct recent token (once, however often it

@@ -37,6 +37,47 @@ fn greedy_picks_the_argmax_and_the_lowest_id_on_ties() {
     assert_eq!(s.sample(&mut [-3.0, -1.0, -2.0], &[]), 1);
 }
 
+/// The first position of the largest non-NaN value, one logit at a time.
+fn plain_argmax(logits: &[f32]) -> u32 {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        if !l.is_nan() && best.is_none_or(|(_, b)| l > b) {
+            best = Some((i, l));
+        }
+    }
+    best.map_or(0, |(i, _)| i as u32)
+}
+
+#[test]
+fn argmax_agrees_with_a_plain_scan_across_lanes_nans_and_ties() {
+    let n = 1000;
+    let wave = |i: usize| ((i * 7919) % 613) as f32 / 100.0 - 3.0;
+    let mut cases: Vec<Vec<f32>> = vec![
+        vec![],
+        vec![f32::NAN; 37],
+        vec![f32::NEG_INFINITY; 37],
+        (0..n).map(wave).collect(),
+    ];
+    // Ties of the maximum in different lanes and in the tail past the last whole chunk.
+    let mut ties: Vec<f32> = (0..n).map(wave).collect();
+    for at in [999, 517, 18, 3] {
+        ties[at] = 50.0;
+    }
+    cases.push(ties);
+    // NaN where the maximum would be, and a NaN first.
+    let mut nans: Vec<f32> = (0..n).map(wave).collect();
+    nans[0] = f32::NAN;
+    let best = plain_argmax(&nans) as usize;
+    nans[best] = f32::NAN;
+    cases.push(nans);
+    let mut neg: Vec<f32> = vec![f32::NEG_INFINITY; 40];
+    neg[33] = f32::NAN;
+    cases.push(neg);
+    for (i, logits) in cases.iter().enumerate() {
+        assert_eq!(argmax(logits), plain_argmax(logits), "case {i}");
+    }
+}
+
 #[test]
 fn the_same_seed_gives_the_same_sequence() {
     let logits: Vec<f32> = (0..1000)
