@@ -17,6 +17,7 @@
 
 use super::attention::TILE;
 use super::attention_numbers::{F16s, F32s, KeyRuns, Keys, Numbers, Source};
+use super::attention_stream::{score_stream, weigh_stream, STREAM_ROWS};
 use super::vecmath::{exp_inline, isa, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
@@ -28,9 +29,13 @@ multiversion! {
     /// (`keys`: `d` runs of [`TILE`] positions). `out` has [`TILE`] scores a row.
     pub fn score_rows(q: &[f32], d: usize, keys: KeyRuns, g0: usize, g1: usize, scale: f32, out: &mut [f32]) {
         let stride = keys.stride;
-        match keys.numbers {
-            Numbers::F32(k) => score_any::<ISA, _>(q, d, Keys { src: F32s(k), stride }, g0, g1, scale, out),
-            Numbers::F16(k) => score_any::<ISA, _>(q, d, Keys { src: F16s::<ISA>(k), stride }, g0, g1, scale, out),
+        // A decode step's few rows read the keys in memory order (`attention_stream`).
+        let stream = q.len() / d <= STREAM_ROWS && d.is_multiple_of(2);
+        match (keys.numbers, stream) {
+            (Numbers::F32(k), false) => score_any::<ISA, _>(q, d, Keys { src: F32s(k), stride }, g0, g1, scale, out),
+            (Numbers::F16(k), false) => score_any::<ISA, _>(q, d, Keys { src: F16s::<ISA>(k), stride }, g0, g1, scale, out),
+            (Numbers::F32(k), true) => score_stream(q, d, Keys { src: F32s(k), stride }, g0, g1, scale, out),
+            (Numbers::F16(k), true) => score_stream(q, d, Keys { src: F16s::<ISA>(k), stride }, g0, g1, scale, out),
         }
     }
 }
@@ -187,9 +192,15 @@ multiversion! {
     /// from tile position `first`), summed in position order. Rows whose ranges overlap are
     /// taken together over the common part, alone over the rest (before it, then after it).
     pub fn weigh_values(p: &[f32], ranges: &[(usize, usize)], values: Numbers, first: usize, d: usize, acc: &mut [f32]) {
-        match values {
-            Numbers::F32(v) => weigh_any::<ISA, _>(p, ranges, F32s(v), first, d, acc),
-            Numbers::F16(v) => weigh_any::<ISA, _>(p, ranges, F16s::<ISA>(v), first, d, acc),
+        // A decode step's few rows, all seeing the same positions, read the values in memory
+        // order (`attention_stream`).
+        let shared = ranges.iter().all(|r| *r == ranges[0]);
+        let stream = ranges.len() <= STREAM_ROWS && shared && d.is_multiple_of(LANES);
+        match (values, stream) {
+            (Numbers::F32(v), false) => weigh_any::<ISA, _>(p, ranges, F32s(v), first, d, acc),
+            (Numbers::F16(v), false) => weigh_any::<ISA, _>(p, ranges, F16s::<ISA>(v), first, d, acc),
+            (Numbers::F32(v), true) => weigh_stream(p, ranges[0], F32s(v), first, d, acc),
+            (Numbers::F16(v), true) => weigh_stream(p, ranges[0], F16s::<ISA>(v), first, d, acc),
         }
     }
 }

@@ -105,3 +105,29 @@ fn a_row_gives_the_same_bits_alone_and_in_any_block() {
         }
     }
 }
+
+#[test]
+fn a_decode_steps_rows_give_the_same_bits_read_in_memory_order() {
+    // Up to eight rows seeing the same positions (a decode step's query heads) take the
+    // streaming loops; the same rows among more than eight take the blocked ones.
+    for d in [64, 128, 256] {
+        let first = 5;
+        let positions = TILE - first;
+        let keys = tile_of(&pseudo_random(d * positions, 11), d, first);
+        let values = pseudo_random(d * positions, 12);
+        let q = pseudo_random(12 * d, 13);
+        // An odd number of positions (the last taken alone), from inside a group of lanes.
+        for range in [(first, TILE), (first + 20, first + 151), (first, first + 1)] {
+            let many = attend(&q, d, &keys, &values, first, &[range; 12]);
+            for n in 1..=8 {
+                let few = attend(&q[..n * d], d, &keys, &values, first, &vec![range; n]);
+                for r in 0..n {
+                    let at = format!("d {d}, {n} rows, row {r}, range {range:?}");
+                    assert_eq!(few.0[r].to_bits(), many.0[r].to_bits(), "m, {at}");
+                    assert_eq!(few.1[r].to_bits(), many.1[r].to_bits(), "l, {at}");
+                    assert_eq!(few.2[r * d..][..d], many.2[r * d..][..d], "acc, {at}");
+                }
+            }
+        }
+    }
+}

@@ -24,6 +24,33 @@ pub struct KeyRuns<'a> {
 /// Where the loops load their numbers from, `N` at a time as f32.
 pub(super) trait Source: Copy {
     fn lanes<const N: usize>(self, at: usize) -> [f32; N];
+    /// Asks for the cache line holding number `at`, if there is one: a hint, never a fault.
+    fn prefetch(self, at: usize);
+}
+
+/// Asks for the cache line holding `x[at]` (nothing past the end of `x`): the streaming loops
+/// of [`super::attention_stream`] read the cache from memory, and the hardware prefetchers
+/// alone kept too few lines in flight.
+#[inline(always)]
+fn prefetch_line<T>(x: &[T], at: usize) {
+    let Some(p) = x.get(at) else { return };
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` (SSE, in every x86-64) only hints; `p` is a valid reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(p).cast());
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: `prfm` only hints and never faults; `p` is a valid reference.
+    unsafe {
+        std::arch::asm!(
+            "prfm pldl1keep, [{p}]",
+            p = in(reg) std::ptr::from_ref(p),
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = p;
 }
 
 #[derive(Clone, Copy)]
@@ -33,6 +60,10 @@ impl Source for F32s<'_> {
     #[inline(always)]
     fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
         load(&self.0[at..])
+    }
+    #[inline(always)]
+    fn prefetch(self, at: usize) {
+        prefetch_line(self.0, at)
     }
 }
 
@@ -44,6 +75,10 @@ impl<const ISA: u8> Source for F16s<'_, ISA> {
     #[inline(always)]
     fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
         f16_lanes::<N, ISA>(&self.0[at..])
+    }
+    #[inline(always)]
+    fn prefetch(self, at: usize) {
+        prefetch_line(self.0, at)
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod attention;
 mod attention_block;
 mod attention_numbers;
+mod attention_stream;
 mod awake;
 pub mod config;
 pub mod decoder;
