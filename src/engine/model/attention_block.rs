@@ -194,13 +194,15 @@ multiversion! {
     pub fn weigh_values(p: &[f32], ranges: &[(usize, usize)], values: Numbers, first: usize, d: usize, acc: &mut [f32]) {
         // A decode step's few rows, all seeing the same positions, read the values in memory
         // order (`attention_stream`).
-        let shared = ranges.iter().all(|r| *r == ranges[0]);
-        let stream = ranges.len() <= STREAM_ROWS && shared && d.is_multiple_of(LANES);
-        match (values, stream) {
-            (Numbers::F32(v), false) => weigh_any::<ISA, _>(p, ranges, F32s(v), first, d, acc),
-            (Numbers::F16(v), false) => weigh_any::<ISA, _>(p, ranges, F16s::<ISA>(v), first, d, acc),
-            (Numbers::F32(v), true) => weigh_stream(p, ranges[0], F32s(v), first, d, acc),
-            (Numbers::F16(v), true) => weigh_stream(p, ranges[0], F16s::<ISA>(v), first, d, acc),
+        let shared = ranges
+            .first()
+            .filter(|&r0| ranges.len() <= STREAM_ROWS && ranges.iter().all(|r| r == r0))
+            .filter(|_| d.is_multiple_of(LANES));
+        match (values, shared.copied()) {
+            (Numbers::F32(v), None) => weigh_any::<ISA, _>(p, ranges, F32s(v), first, d, acc),
+            (Numbers::F16(v), None) => weigh_any::<ISA, _>(p, ranges, F16s::<ISA>(v), first, d, acc),
+            (Numbers::F32(v), Some(range)) => weigh_stream(p, range, F32s(v), first, d, acc),
+            (Numbers::F16(v), Some(range)) => weigh_stream(p, range, F16s::<ISA>(v), first, d, acc),
         }
     }
 }
