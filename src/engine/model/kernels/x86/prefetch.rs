@@ -7,6 +7,10 @@ use std::sync::LazyLock;
 /// 6 KB (about two blocks of the sixteen-row k-quant layouts, eleven of Q8_0×16's).
 const INTEL_PREFETCH_BYTES: usize = 6 << 10;
 
+/// The same on AMD cores before Zen 4 (no AVX-512): 2 KB, about one block of the k-quant
+/// layouts, four of Q8_0×16's.
+const EARLY_ZEN_PREFETCH_BYTES: usize = 2 << 10;
+
 /// The distance this CPU gets, decided once. On Intel cores the hardware prefetcher alone
 /// left the kernels waiting on memory, and hinting 6 KB ahead made the 1-row products over
 /// matrices larger than the caches a third faster (Gemma 3's output head: 29–34 ms → 19–24
@@ -16,9 +20,17 @@ const INTEL_PREFETCH_BYTES: usize = 6 << 10;
 /// against 8.3–8.6 on AVX2 (AVX-512: 6.4–7.6 → 9.0–9.2); Gemma 3 270M 80–82 → 88 (AVX2) and
 /// 70–71 → 84–89 (AVX-512). The lines of one block are read in two passes (the halves of
 /// each 64-byte run), and Q6_K's low bits, high bits and scales interleave; asked for
-/// together, their misses overlap.
-static PREFETCH_BYTES: LazyLock<usize> =
-    LazyLock::new(|| if is_amd() { 0 } else { INTEL_PREFETCH_BYTES });
+/// together, their misses overlap. On Zen 3 (AVX2 only) the block about to be read is hinted
+/// too late: 2 KB ahead read matrices larger than the caches faster (2 threads, medians of 15
+/// alternating runs: Q8_0×16 19.5 → 22.7 GB/s, Q6_K×16 20.5 → 24.1, Q5_0×16 21.1 → 24.3,
+/// Q4_K×16 level; the machine streams 31–33 GB/s) and made whole decodes 10–20% faster (1
+/// and 3 KB were slower). AMD added AVX-512 with Zen 4, so its presence tells the two apart
+/// (Zen 5, not measured, is taken with Zen 4).
+static PREFETCH_BYTES: LazyLock<usize> = LazyLock::new(|| match is_amd() {
+    false => INTEL_PREFETCH_BYTES,
+    true if std::arch::is_x86_feature_detected!("avx512f") => 0,
+    true => EARLY_ZEN_PREFETCH_BYTES,
+});
 
 /// Whether the CPU's vendor is AMD (or Hygon, whose cores are Zen).
 fn is_amd() -> bool {
