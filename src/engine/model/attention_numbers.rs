@@ -24,6 +24,15 @@ pub struct KeyRuns<'a> {
 /// Where the loops load their numbers from, `N` at a time as f32.
 pub(super) trait Source: Copy {
     fn lanes<const N: usize>(self, at: usize) -> [f32; N];
+    /// How many numbers there are.
+    fn len(self) -> usize;
+    /// [`Self::lanes`] without the bounds check, for the innermost loops of
+    /// [`super::attention_block`], which check their whole range once before they start (a
+    /// check and a branch per load were about a third of the scoring loop's instructions).
+    ///
+    /// # Safety
+    /// `at + N <= self.len()`.
+    unsafe fn lanes_unchecked<const N: usize>(self, at: usize) -> [f32; N];
     /// Asks for the cache line holding number `at`, if there is one: a hint, never a fault.
     fn prefetch(self, at: usize);
 }
@@ -62,6 +71,16 @@ impl Source for F32s<'_> {
         load(&self.0[at..])
     }
     #[inline(always)]
+    fn len(self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    unsafe fn lanes_unchecked<const N: usize>(self, at: usize) -> [f32; N] {
+        debug_assert!(at + N <= self.0.len());
+        // SAFETY: the caller guarantees `at + N <= len`; an unaligned read of plain floats.
+        unsafe { std::ptr::read_unaligned(self.0.as_ptr().add(at).cast::<[f32; N]>()) }
+    }
+    #[inline(always)]
     fn prefetch(self, at: usize) {
         prefetch_line(self.0, at)
     }
@@ -75,6 +94,16 @@ impl<const ISA: u8> Source for F16s<'_, ISA> {
     #[inline(always)]
     fn lanes<const N: usize>(self, at: usize) -> [f32; N] {
         f16_lanes::<N, ISA>(&self.0[at..])
+    }
+    #[inline(always)]
+    fn len(self) -> usize {
+        self.0.len()
+    }
+    /// Checked all the same: the f16 cache is read in place only by a decode step's few rows,
+    /// where the conversion, not the check, is the cost.
+    #[inline(always)]
+    unsafe fn lanes_unchecked<const N: usize>(self, at: usize) -> [f32; N] {
+        self.lanes(at)
     }
     #[inline(always)]
     fn prefetch(self, at: usize) {
