@@ -18,7 +18,8 @@
 //! to f32 from the cache's format, for all the query heads that share the KV head; those rows
 //! are scored and weighted together ([`super::attention_block`]), each load serving several.
 
-use super::attention_block::{score_rows, softmax_rows, weigh_values, LANES};
+use super::attention_block::{score_rows, softmax_rows, LANES};
+use super::attention_weigh::weigh_values;
 use super::kv_cache::LayerCache;
 use super::vecmath::exp_inline;
 use rayon::prelude::*;

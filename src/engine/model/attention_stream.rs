@@ -105,7 +105,7 @@ fn score_pass<const R: usize, S: Source>(
 
 /// `acc[r] += Σ_{c0 ≤ j < c1} p[r][j] · values[j - first]` for every row (all seeing the same
 /// positions `c0..c1`), summed in position order (as
-/// [`super::attention_block::weigh_values`]), reading the values row by row. `d` must be a
+/// [`super::attention_weigh::weigh_values`]), reading the values row by row. `d` must be a
 /// multiple of [`LANES`].
 #[inline(always)]
 pub(super) fn weigh_stream<S: Source>(

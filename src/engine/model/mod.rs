@@ -4,6 +4,7 @@ pub mod attention;
 mod attention_block;
 mod attention_numbers;
 mod attention_stream;
+mod attention_weigh;
 mod awake;
 pub mod config;
 pub mod decoder;
