@@ -6,6 +6,7 @@
 
 mod convert;
 mod store;
+mod zeroed;
 
 pub use store::{CacheType, KeyStore, ValueStore};
 
@@ -43,13 +44,16 @@ impl KvCache {
         let layers = head_dims
             .iter()
             .map(|d| {
-                d.map(|head_dim| LayerCache {
-                    k: KeyStore::new(kind, kv_heads, capacity, head_dim),
-                    v: ValueStore::new(kind, kv_heads, capacity, head_dim),
-                    head_dim,
+                d.map(|head_dim| {
+                    Ok(LayerCache {
+                        k: KeyStore::new(kind, kv_heads, capacity, head_dim)?,
+                        v: ValueStore::new(kind, kv_heads, capacity, head_dim)?,
+                        head_dim,
+                    })
                 })
+                .transpose()
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Self {
             layers,
             kv_heads,

@@ -8,6 +8,7 @@
 //! key; q8_0 keys keep one scale per 32 dimensions of each position.
 
 use super::convert;
+use super::zeroed::Zeroed;
 use crate::engine::model::attention::{KEY_STRIDE, TILE};
 use crate::engine::model::attention_numbers::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
@@ -75,29 +76,29 @@ impl FromStr for CacheType {
     }
 }
 
-/// The numbers of a store, in its format. Buffers start zeroed (the OS maps them lazily), so
-/// memory grows with the conversation, not with the context size.
+/// The numbers of a store, in its format. Buffers start zeroed (the OS maps them lazily, see
+/// [`Zeroed`]), so memory grows with the conversation, not with the context size.
 enum Data {
-    F32(Vec<f32>),
-    F16(Vec<u16>),
+    F32(Zeroed<f32>),
+    F16(Zeroed<u16>),
     /// `scales` has one f16 per 32 values: per row (values) or per 32 dimensions of a
     /// position (keys).
     Q8_0 {
-        scales: Vec<u16>,
-        quants: Vec<i8>,
+        scales: Zeroed<u16>,
+        quants: Zeroed<i8>,
     },
 }
 
 impl Data {
-    fn new(kind: CacheType, values: usize) -> Self {
-        match kind {
-            CacheType::F32 => Data::F32(vec![0.0; values]),
-            CacheType::F16 => Data::F16(vec![0; values]),
+    fn new(kind: CacheType, values: usize) -> Result<Self> {
+        Ok(match kind {
+            CacheType::F32 => Data::F32(Zeroed::new(values)?),
+            CacheType::F16 => Data::F16(Zeroed::new(values)?),
             CacheType::Q8_0 => Data::Q8_0 {
-                scales: vec![0; values / Q8_BLOCK],
-                quants: vec![0; values],
+                scales: Zeroed::new(values / Q8_BLOCK)?,
+                quants: Zeroed::new(values)?,
             },
-        }
+        })
     }
 }
 
@@ -109,12 +110,12 @@ pub struct ValueStore {
 }
 
 impl ValueStore {
-    pub fn new(kind: CacheType, kv_heads: usize, capacity: usize, head_dim: usize) -> Self {
-        Self {
-            data: Data::new(kind, kv_heads * capacity * head_dim),
+    pub fn new(kind: CacheType, kv_heads: usize, capacity: usize, head_dim: usize) -> Result<Self> {
+        Ok(Self {
+            data: Data::new(kind, kv_heads * capacity * head_dim)?,
             head_dim,
             capacity,
-        }
+        })
     }
 
     pub fn write(&mut self, head: usize, pos: usize, values: &[f32]) {
@@ -175,13 +176,13 @@ pub struct KeyStore {
 }
 
 impl KeyStore {
-    pub fn new(kind: CacheType, kv_heads: usize, capacity: usize, head_dim: usize) -> Self {
+    pub fn new(kind: CacheType, kv_heads: usize, capacity: usize, head_dim: usize) -> Result<Self> {
         let tiles = capacity.div_ceil(TILE);
-        Self {
-            data: Data::new(kind, kv_heads * tiles * head_dim * TILE),
+        Ok(Self {
+            data: Data::new(kind, kv_heads * tiles * head_dim * TILE)?,
             head_dim,
             tiles,
-        }
+        })
     }
 
     /// Where tile `tile` of `head` starts.
