@@ -1,13 +1,15 @@
 //! `QLinear`'s kernels (scalar and, where the CPU has them, AVX2 and AVX-512 VNNI, or NEON)
 //! against a plain f64 reference over candle's dequantized weights, against candle's own
 //! `QMatMul`, for batch invariance, AVX-512 VNNI's k-quant kernels bit for bit against AVX2's,
-//! and every NEON level bit for bit against the scalar kernels. No timing.
+//! every NEON level bit for bit against the scalar kernels, and results that do not depend on
+//! what a reused buffer held before. No timing.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Tensor};
 use std::sync::Arc;
 use taper::engine::model::kernels::{Format, Isa};
-use taper::engine::model::linear::QLinear;
+use taper::engine::model::linear::{forward_group_in, QLinear};
+use taper::engine::model::scratch::PassScratch;
 
 struct Rng(u64);
 
@@ -244,6 +246,42 @@ fn a_row_gives_the_same_bits_alone_or_in_a_batch() {
                 .iter()
                 .zip(&all[3 * out..10 * out])
                 .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}
+
+/// A model's passes reuse their buffers (`PassScratch`): the output a kernel writes into
+/// memory full of NaNs from an earlier pass is the same bits as into fresh memory, for every
+/// format, path and tile size (17 rows: tiles of eight or four and single rows), and for two
+/// matrices sharing one quantized input.
+#[test]
+fn reused_buffers_never_show_through_the_results() {
+    let mut rng = Rng(4242);
+    for (dtype, block) in TYPES {
+        let k = if block == 32 { 576 } else { 512 };
+        let (out, rows) = (97, 17);
+        let lin = QLinear::from_arc(weights(dtype, out, k, &mut rng)).unwrap();
+        let other = QLinear::from_arc(weights(dtype, 40, k, &mut rng)).unwrap();
+        let x = rng.vec(rows * k);
+        for isa in Isa::all() {
+            let fresh = lin.forward_rows_with(isa, &x, rows).unwrap();
+            let scratch = PassScratch::default();
+            // Poisoned buffers, larger than any request below, left free in the pools.
+            drop(scratch.floats.adopt(vec![f32::NAN; 4 * rows * out]));
+            drop(scratch.floats.adopt(vec![f32::NAN; 4 * rows * out]));
+            let reused = lin.forward_rows_in(&scratch, isa, &x, rows).unwrap();
+            let same = |a: &[f32], b: &[f32]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits())
+            };
+            assert!(same(&fresh, &reused), "{dtype:?} {isa:?}: one matrix");
+            drop(reused);
+            let both = forward_group_in(&scratch, isa, &[&lin, &other], &x, rows).unwrap();
+            assert!(same(&fresh, &both[0]), "{dtype:?} {isa:?}: in a group");
+            let alone = other.forward_rows_with(isa, &x, rows).unwrap();
+            assert!(
+                same(&alone, &both[1]),
+                "{dtype:?} {isa:?}: the group's second"
+            );
         }
     }
 }

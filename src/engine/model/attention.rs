@@ -84,7 +84,14 @@ struct Partials {
 
 /// `q` is `(tokens, heads, head_dim)`; returns `(tokens, heads * head_dim)`.
 pub fn attention(q: &[f32], cache: &LayerCache, s: AttentionShape) -> Vec<f32> {
-    attention_in_waves(q, cache, s, PARTIALS_BYTES)
+    let mut out = vec![0f32; q.len()];
+    attention_into(q, cache, s, &mut out);
+    out
+}
+
+/// [`attention`] written into `out` (`q.len()` values), a buffer the caller reuses.
+pub fn attention_into(q: &[f32], cache: &LayerCache, s: AttentionShape, out: &mut [f32]) {
+    attention_in_waves(q, cache, s, PARTIALS_BYTES, out)
 }
 
 /// [`attention`] with the tiles' partial results held `partials_bytes` at a time (the same
@@ -94,11 +101,13 @@ fn attention_in_waves(
     cache: &LayerCache,
     s: AttentionShape,
     partials_bytes: usize,
-) -> Vec<f32> {
+    out: &mut [f32],
+) {
     let d = s.head_dim;
     let tokens = q.len() / (s.heads * d);
+    assert_eq!(out.len(), q.len(), "attention: one output per query value");
     if tokens == 0 {
-        return Vec::new();
+        return;
     }
     let last = s.start + tokens - 1;
     let first_tile = s.first_seen(s.start) / TILE;
@@ -111,7 +120,7 @@ fn attention_in_waves(
     // 4B model 32k positions in), each wave merged into the running sums in tile order.
     let tile_bytes = tokens * s.heads * (d + 2) * std::mem::size_of::<f32>();
     let wave = (partials_bytes / tile_bytes).clamp(1, tiles);
-    let mut merged = Merged::new(tokens, &s);
+    let mut merged = Merged::new(out, tokens, &s);
     let mut scratch = Scratch::default();
     for first in (0..tiles).step_by(wave) {
         let count = wave.min(tiles - first);
@@ -133,7 +142,7 @@ fn attention_in_waves(
         };
         merged.add(&partials, &s, count, blocks);
     }
-    merged.finish(d)
+    merged.finish(d);
 }
 
 /// Reused buffers of one thread: the tile's keys and values as f32, the unit's query rows,
@@ -212,17 +221,20 @@ fn partials_of(
 
 /// Each query's partials merged in tile order, `out = Σ e^(mᵢ-M) accᵢ / Σ e^(mᵢ-M) lᵢ`, a
 /// wave of tiles at a time: per (query, head) row the running maximum, sum and weighted values.
-struct Merged {
-    out: Vec<f32>,
+struct Merged<'o> {
+    out: &'o mut [f32],
     max: Vec<f32>,
     sum: Vec<f32>,
 }
 
-impl Merged {
-    fn new(tokens: usize, s: &AttentionShape) -> Self {
+impl<'o> Merged<'o> {
+    /// Running sums in `out` (`tokens × heads × head_dim`, cleared here: a row no key is
+    /// seen by stays zero).
+    fn new(out: &'o mut [f32], tokens: usize, s: &AttentionShape) -> Self {
         let rows = tokens * s.heads;
+        out.fill(0.0);
         Self {
-            out: vec![0f32; rows * s.head_dim],
+            out,
             max: vec![f32::NEG_INFINITY; rows],
             sum: vec![0f32; rows],
         }
@@ -264,15 +276,14 @@ impl Merged {
         }
     }
 
-    /// The merged rows, divided by their sums: `(tokens, heads * head_dim)`.
-    fn finish(mut self, d: usize) -> Vec<f32> {
+    /// The merged rows divided by their sums, in place: `(tokens, heads * head_dim)`.
+    fn finish(self, d: usize) {
         for (dst, &sum) in self.out.chunks_exact_mut(d).zip(&self.sum) {
             let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
             for o in dst.iter_mut() {
                 *o *= inv;
             }
         }
-        self.out
     }
 }
 

@@ -10,6 +10,7 @@ use super::kv_cache::{CacheType, KvCache};
 use super::layer::{Layer, LayerContext, Segment};
 use super::linear::QLinear;
 use super::rope::Rope;
+use super::scratch::{PassScratch, Pooled};
 use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
@@ -45,6 +46,8 @@ pub struct Decoder {
     rope: Rope,
     rope_swa: Rope,
     cache: KvCache,
+    /// The buffers of a pass, kept for the next one.
+    scratch: PassScratch,
 }
 
 impl Decoder {
@@ -98,6 +101,7 @@ impl Decoder {
             rope_swa,
             cache,
             cfg,
+            scratch: PassScratch::default(),
         })
     }
 
@@ -243,7 +247,8 @@ impl Decoder {
                 cfg: &self.cfg,
                 rope: if layer.sliding() { &rope_swa } else { &rope },
                 segments: &mut segments,
-                per_layer_input: per_layer.as_ref().map(|p| p.layer(il)),
+                per_layer_input: per_layer.as_ref().map(|p| p.layer(&self.scratch, il)),
+                scratch: &self.scratch,
             };
             layer.forward(il, &mut x, ctx)?;
         }
@@ -266,7 +271,11 @@ impl Decoder {
         debug_assert!(rows == steps.len() || rows == t);
         let mut x = x;
         vecmath::rms_norm_rows(&mut x, e, Some(&self.output_norm), self.cfg.rms_eps);
-        let mut logits = self.output.forward_rows(&x, rows)?;
+        let isa = super::kernel_path::isa();
+        let mut logits = self
+            .output
+            .forward_rows_in(&self.scratch, isa, &x, rows)?
+            .into_vec();
         if let Some(cap) = self.cfg.final_softcap {
             vecmath::softcap(&mut logits, cap);
         }
@@ -280,11 +289,12 @@ impl Decoder {
         ple: &PerLayerEmbedding,
         tokens: &[u32],
         x: &[f32],
-    ) -> Result<PerLayerInputs> {
+    ) -> Result<PerLayerInputs<'_>> {
         let (t, n_layer, w) = (tokens.len(), self.cfg.n_layer, ple.width);
         let mut from_table = ple.table.lookup(tokens)?;
         vecmath::scale(&mut from_table, (w as f32).sqrt());
-        let mut projected = ple.model_proj.forward_rows(x, t)?;
+        let isa = super::kernel_path::isa();
+        let mut projected = ple.model_proj.forward_rows_in(&self.scratch, isa, x, t)?;
         vecmath::scale(&mut projected, 1.0 / (self.cfg.n_embd as f32).sqrt());
         vecmath::rms_norm_rows(&mut projected, w, Some(&ple.proj_norm), self.cfg.rms_eps);
         vecmath::add_assign(&mut projected, &from_table);
@@ -298,19 +308,21 @@ impl Decoder {
 }
 
 /// Gemma 4's per-layer inputs of one pass: `(tokens, n_layer, width)` row-major.
-struct PerLayerInputs {
-    values: Vec<f32>,
+struct PerLayerInputs<'s> {
+    values: Pooled<'s, f32>,
     n_layer: usize,
     width: usize,
 }
 
-impl PerLayerInputs {
+impl PerLayerInputs<'_> {
     /// Layer `il`'s inputs, `(tokens, width)`.
-    fn layer(&self, il: usize) -> Vec<f32> {
-        self.values
-            .chunks_exact(self.n_layer * self.width)
-            .flat_map(|token| &token[il * self.width..(il + 1) * self.width])
-            .copied()
-            .collect()
+    fn layer<'s>(&self, scratch: &'s PassScratch, il: usize) -> Pooled<'s, f32> {
+        let w = self.width;
+        let mut out = scratch.floats.take(self.values.len() / self.n_layer);
+        let tokens = self.values.chunks_exact(self.n_layer * w);
+        for (dst, token) in out.chunks_exact_mut(w).zip(tokens) {
+            dst.copy_from_slice(&token[il * w..(il + 1) * w]);
+        }
+        out
     }
 }

@@ -2,11 +2,13 @@
 //! the supported architectures switch on (biases, fused projections, per-head norms, sandwich
 //! norms, Gemma 4's shared KV and per-layer inputs).
 
-use super::attention::{attention, AttentionShape};
+use super::attention::{attention_into, AttentionShape};
 use super::config::{Arch, ModelConfig};
+use super::kernel_path;
 use super::kv_cache::KvCache;
-use super::linear::{forward_rows_group, QLinear};
+use super::linear::{forward_group_in, QLinear};
 use super::rope::RopeTable;
+use super::scratch::{PassScratch, Pooled};
 use super::vecmath;
 use super::weights::WeightFile;
 use anyhow::Result;
@@ -86,7 +88,9 @@ pub struct LayerContext<'a, 'c> {
     /// The sequences of this pass, in row order.
     pub segments: &'a mut [Segment<'c>],
     /// Gemma 4: this layer's per-layer input, `(tokens, width)` row-major.
-    pub per_layer_input: Option<Vec<f32>>,
+    pub per_layer_input: Option<Pooled<'a, f32>>,
+    /// Where the pass's activations live (reused pass after pass).
+    pub scratch: &'a PassScratch,
 }
 
 impl Layer {
@@ -179,21 +183,23 @@ impl Layer {
         let e = cfg.n_embd;
         let t = x.len() / e;
         let (hd, nh, nkv) = (self.head_dim, cfg.n_head, cfg.n_head_kv);
-        let mut n = x.to_vec();
+        let (scratch, isa) = (ctx.scratch, kernel_path::isa());
+        let mut n = scratch.floats.copy_of(x);
         vecmath::rms_norm_rows(&mut n, e, Some(&self.attn_norm), eps);
         let (mut q, kv) = match &self.qkv {
             QkvProj::Separate { q, k, v } => {
-                let [q, k, v] = three(forward_rows_group(&[q, k, v], &n, t)?)?;
+                let [q, k, v] = three(forward_group_in(scratch, isa, &[q, k, v], &n, t)?)?;
                 (q, Some((k, v)))
             }
             QkvProj::Fused(qkv) => {
-                let all = qkv.forward_rows(&n, t)?;
+                let all = qkv.forward_rows_in(scratch, isa, &n, t)?;
                 let widths = [nh * hd, nkv * hd, nkv * hd];
-                let [q, k, v] = split_columns(&all, widths);
+                let [q, k, v] = split_columns(scratch, &all, widths);
                 (q, Some((k, v)))
             }
-            QkvProj::QueryOnly(q) => (q.forward_rows(&n, t)?, None),
+            QkvProj::QueryOnly(q) => (q.forward_rows_in(scratch, isa, &n, t)?, None),
         };
+        drop(n);
         if let Some((qb, _, _)) = &self.qkv_bias {
             vecmath::add_to_rows(&mut q, qb);
         }
@@ -221,21 +227,25 @@ impl Layer {
                 row += seg.tokens;
             }
         }
-        let attn = self.attend(&q, ctx.segments, cfg)?;
-        let mut a = self.attn_out.forward_rows(&attn, t)?;
+        let attn = self.attend(scratch, &q, ctx.segments, cfg)?;
+        drop(q);
+        let mut a = self.attn_out.forward_rows_in(scratch, isa, &attn, t)?;
+        drop(attn);
         if let Some(norm) = &self.post_attn_norm {
             vecmath::rms_norm_rows(&mut a, e, Some(norm), eps);
         }
         vecmath::add_assign(x, &a);
-        let f = self.feed_forward(x, t, cfg)?;
+        drop(a);
+        let f = self.feed_forward(scratch, x, t, cfg)?;
         vecmath::add_assign(x, &f);
+        drop(f);
         if let (Some(pli), Some(input)) = (&self.per_layer_input, &ctx.per_layer_input) {
-            let mut g = pli.gate.forward_rows(x, t)?;
+            let mut g = pli.gate.forward_rows_in(scratch, isa, x, t)?;
             if g.len() != input.len() {
                 anyhow::bail!("per-layer input has the wrong size");
             }
             vecmath::gelu_mul(&mut g, input);
-            let mut mixed = pli.proj.forward_rows(&g, t)?;
+            let mut mixed = pli.proj.forward_rows_in(scratch, isa, &g, t)?;
             vecmath::rms_norm_rows(&mut mixed, e, Some(&pli.post_norm), eps);
             vecmath::add_assign(x, &mixed);
         }
@@ -248,9 +258,15 @@ impl Layer {
     /// Attention of each segment's queries against its own cache; rows in the order of `q`.
     /// A sequence's rows never meet another sequence's keys, so a batched step computes
     /// exactly what the sequence stepped alone would.
-    fn attend(&self, q: &[f32], segments: &[Segment], cfg: &ModelConfig) -> Result<Vec<f32>> {
+    fn attend<'s>(
+        &self,
+        scratch: &'s PassScratch,
+        q: &[f32],
+        segments: &[Segment],
+        cfg: &ModelConfig,
+    ) -> Result<Pooled<'s, f32>> {
         let width = cfg.n_head * self.head_dim;
-        let mut out = Vec::with_capacity(q.len());
+        let mut out = scratch.floats.take(q.len());
         let mut row = 0;
         for seg in segments.iter() {
             let shape = AttentionShape {
@@ -262,35 +278,45 @@ impl Layer {
                 window: self.sliding.then_some(cfg.sliding_window).flatten(),
                 scale: cfg.attn_scale,
             };
-            let rows = &q[row * width..(row + seg.tokens) * width];
+            let span = row * width..(row + seg.tokens) * width;
             // A KV-shared layer reads its source's cache, which already holds this pass's
             // tokens (the source layer ran earlier in the same pass).
-            out.extend(attention(rows, seg.cache.layer(self.kv_source)?, shape));
+            let cache = seg.cache.layer(self.kv_source)?;
+            attention_into(&q[span.clone()], cache, shape, &mut out[span]);
             row += seg.tokens;
         }
         Ok(out)
     }
 
-    fn feed_forward(&self, x: &[f32], t: usize, cfg: &ModelConfig) -> Result<Vec<f32>> {
-        let mut m = x.to_vec();
+    fn feed_forward<'s>(
+        &self,
+        scratch: &'s PassScratch,
+        x: &[f32],
+        t: usize,
+        cfg: &ModelConfig,
+    ) -> Result<Pooled<'s, f32>> {
+        let isa = kernel_path::isa();
+        let mut m = scratch.floats.copy_of(x);
         vecmath::rms_norm_rows(&mut m, cfg.n_embd, Some(&self.ffn_norm), cfg.rms_eps);
         let (mut gate, up) = match &self.ffn {
             FfnProj::Separate { gate, up } => {
-                let [gate, up] = two(forward_rows_group(&[gate, up], &m, t)?)?;
+                let [gate, up] = two(forward_group_in(scratch, isa, &[gate, up], &m, t)?)?;
                 (gate, up)
             }
             FfnProj::Fused(up) => {
-                let both = up.forward_rows(&m, t)?;
-                let [gate, up] = split_columns(&both, [self.n_ff, self.n_ff]);
+                let both = up.forward_rows_in(scratch, isa, &m, t)?;
+                let [gate, up] = split_columns(scratch, &both, [self.n_ff, self.n_ff]);
                 (gate, up)
             }
         };
+        drop(m);
         if cfg.arch.uses_gelu() {
             vecmath::gelu_mul(&mut gate, &up);
         } else {
             vecmath::silu_mul(&mut gate, &up);
         }
-        let mut f = self.ffn_down.forward_rows(&gate, t)?;
+        drop(up);
+        let mut f = self.ffn_down.forward_rows_in(scratch, isa, &gate, t)?;
         if let Some(norm) = &self.post_ffn_norm {
             vecmath::rms_norm_rows(&mut f, cfg.n_embd, Some(norm), cfg.rms_eps);
         }
@@ -300,24 +326,29 @@ impl Layer {
 
 /// Splits each row of `all` (rows of `Σ widths`) into `N` row-major matrices of `widths[i]`
 /// columns: the parts of a fused projection.
-fn split_columns<const N: usize>(all: &[f32], widths: [usize; N]) -> [Vec<f32>; N] {
+fn split_columns<'s, const N: usize>(
+    scratch: &'s PassScratch,
+    all: &[f32],
+    widths: [usize; N],
+) -> [Pooled<'s, f32>; N] {
     let row: usize = widths.iter().sum();
     let rows = all.len() / row;
-    let mut parts: [Vec<f32>; N] = std::array::from_fn(|i| Vec::with_capacity(rows * widths[i]));
-    for r in all.chunks_exact(row) {
+    let mut parts: [Pooled<f32>; N] =
+        std::array::from_fn(|i| scratch.floats.take(rows * widths[i]));
+    for (r, src) in all.chunks_exact(row).enumerate() {
         let mut at = 0;
         for (part, &w) in parts.iter_mut().zip(&widths) {
-            part.extend_from_slice(&r[at..at + w]);
+            part[r * w..(r + 1) * w].copy_from_slice(&src[at..at + w]);
             at += w;
         }
     }
     parts
 }
 
-fn three(v: Vec<Vec<f32>>) -> Result<[Vec<f32>; 3]> {
-    <[Vec<f32>; 3]>::try_from(v).map_err(|_| anyhow::anyhow!("expected three projections"))
+fn three(v: Vec<Pooled<f32>>) -> Result<[Pooled<f32>; 3]> {
+    <[Pooled<f32>; 3]>::try_from(v).map_err(|_| anyhow::anyhow!("expected three projections"))
 }
 
-fn two(v: Vec<Vec<f32>>) -> Result<[Vec<f32>; 2]> {
-    <[Vec<f32>; 2]>::try_from(v).map_err(|_| anyhow::anyhow!("expected two projections"))
+fn two(v: Vec<Pooled<f32>>) -> Result<[Pooled<f32>; 2]> {
+    <[Pooled<f32>; 2]>::try_from(v).map_err(|_| anyhow::anyhow!("expected two projections"))
 }

@@ -26,6 +26,7 @@
 use super::kernel_path::{self, Forced};
 use super::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use super::matmul::{quantized_matmul, Mat};
+use super::scratch::{PassScratch, Pooled};
 use super::weights::MappedBytes;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
@@ -256,6 +257,20 @@ impl QLinear {
 
     /// As [`Self::forward_rows`] with a chosen implementation (tests run every one).
     pub fn forward_rows_with(&self, isa: Isa, x: &[f32], rows: usize) -> Result<Vec<f32>> {
+        let scratch = PassScratch::default();
+        let y = self.forward_rows_in(&scratch, isa, x, rows)?;
+        Ok(y.into_vec())
+    }
+
+    /// As [`Self::forward_rows_with`], the result and the quantized input in `scratch`'s
+    /// buffers (a model's passes reuse them).
+    pub fn forward_rows_in<'s>(
+        &self,
+        scratch: &'s PassScratch,
+        isa: Isa,
+        x: &[f32],
+        rows: usize,
+    ) -> Result<Pooled<'s, f32>> {
         match &self.imp {
             Imp::Candle(m) => {
                 if x.len() != rows * self.in_dim {
@@ -266,11 +281,12 @@ impl QLinear {
                     );
                 }
                 let xt = Tensor::from_slice(x, (rows, self.in_dim), &Device::Cpu)?;
-                m.forward(&xt)?.flatten_all()?.to_vec1::<f32>()
+                let y = m.forward(&xt)?.flatten_all()?.to_vec1::<f32>()?;
+                Ok(scratch.floats.adopt(y))
             }
             Imp::Native { .. } => {
-                let mut ys = forward_group_with(isa, &[self], x, rows)?;
-                Ok(ys.pop().unwrap_or_default())
+                let mut ys = forward_group_in(scratch, isa, &[self], x, rows)?;
+                Ok(ys.pop().unwrap_or_else(|| scratch.floats.take(0)))
             }
         }
     }
@@ -302,15 +318,19 @@ impl QLinear {
 /// threads in one go, so a decode step wakes the thread pool once instead of three times.
 /// Layers whose formats cannot share a quantization are computed one after another.
 pub fn forward_rows_group(layers: &[&QLinear], x: &[f32], rows: usize) -> Result<Vec<Vec<f32>>> {
-    forward_group_with(kernel_path::isa(), layers, x, rows)
+    let scratch = PassScratch::default();
+    let ys = forward_group_in(&scratch, kernel_path::isa(), layers, x, rows)?;
+    Ok(ys.into_iter().map(Pooled::into_vec).collect())
 }
 
-fn forward_group_with(
+/// As [`forward_rows_group`], the results and the quantized input in `scratch`'s buffers.
+pub fn forward_group_in<'s>(
+    scratch: &'s PassScratch,
     isa: Isa,
     layers: &[&QLinear],
     x: &[f32],
     rows: usize,
-) -> Result<Vec<Vec<f32>>> {
+) -> Result<Vec<Pooled<'s, f32>>> {
     for l in layers {
         if x.len() != rows * l.in_dim {
             candle_core::bail!(
@@ -330,16 +350,18 @@ fn forward_group_with(
         None => (None, None),
     };
     if rows == 0 && (q8.is_some() || q8k.is_some()) {
-        return Ok(vec![Vec::new(); layers.len()]);
+        return Ok(layers.iter().map(|_| scratch.floats.take(0)).collect());
     }
     let k = layers.first().map_or(0, |l| l.in_dim);
     match (q8, q8k) {
-        (_, Some(mats)) => Ok(quantized_matmul::<Q8KBlock>(isa, &mats, x, rows, k)),
-        (Some(mats), None) => Ok(quantized_matmul::<Q8Block>(isa, &mats, x, rows, k)),
+        (_, Some(mats)) => Ok(quantized_matmul::<Q8KBlock>(
+            scratch, isa, &mats, x, rows, k,
+        )),
+        (Some(mats), None) => Ok(quantized_matmul::<Q8Block>(scratch, isa, &mats, x, rows, k)),
         // Formats that cannot share a quantization (or candle's layers): one at a time.
         (None, None) => layers
             .iter()
-            .map(|l| l.forward_rows_with(isa, x, rows))
+            .map(|l| l.forward_rows_in(scratch, isa, x, rows))
             .collect(),
     }
 }

@@ -5,6 +5,7 @@
 //! straight into its piece of the row-major output.
 
 use super::kernels::{self, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use super::scratch::{BufferPool, PassScratch, Pooled};
 use rayon::prelude::*;
 
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task
@@ -12,13 +13,15 @@ use rayon::prelude::*;
 const MIN_TASK_MACS: usize = 1 << 15;
 
 /// Quantizes each row of `x` to `nb` blocks (rows in parallel when there are several).
-fn quantize_rows<B: Default + Clone + Send>(
+fn quantize_rows<'p, B: Default + Copy + Send>(
+    pool: &'p BufferPool<B>,
     x: &[f32],
     rows: usize,
     nb: usize,
     quantize: fn(&[f32], &mut [B]),
-) -> Vec<B> {
-    let mut acts = vec![B::default(); rows * nb];
+) -> Pooled<'p, B> {
+    // Every block is written below.
+    let mut acts = pool.take(rows * nb);
     let k = x.len() / rows;
     if rows >= 4 && rayon::current_num_threads() > 1 {
         acts.par_chunks_mut(nb)
@@ -133,10 +136,12 @@ struct Task<'y> {
     dst: Vec<&'y mut [f32]>,
 }
 
-/// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`. Output columns are split into chunks run
-/// in parallel; in a chunk each weight row meets the activation rows four at a time (one unpack
-/// of a weight block serves four rows), then one at a time for the rest.
+/// `y_m[r][c] = w_m[c] · acts[r]` for each matrix `m`, written in full into `ys[m]` (`rows ×
+/// out`). Output columns are split into chunks run in parallel; in a chunk each weight row
+/// meets the activation rows four at a time (one unpack of a weight block serves four rows),
+/// then one at a time for the rest.
 fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
+    ys: &mut [&mut [f32]],
     mats: &[Mat<L>],
     input: Activations<A>,
     dots: Dots<
@@ -144,7 +149,7 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
         impl Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
         impl Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
     >,
-) -> Vec<Vec<f32>> {
+) {
     let Dots {
         wide,
         isa,
@@ -170,8 +175,9 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
         .next_multiple_of(group);
     // Each chunk of columns gets its own piece of every output row, so results are written
     // in place, row-major (a transposed buffer and a transpose afterwards cost 13% of a
-    // prefill matmul: the transpose's strides aliased in the cache).
-    let mut ys: Vec<Vec<f32>> = mats.iter().map(|m| vec![0f32; rows * m.out]).collect();
+    // prefill matmul: the transpose's strides aliased in the cache). The chunks cover every
+    // column of every row, and the kernels store their sums (they do not add to what is
+    // there), so the buffers need no clearing.
     let mut tasks = Vec::new();
     for (mat, (m, y)) in mats.iter().zip(ys.iter_mut()).enumerate() {
         if m.out == 0 {
@@ -225,15 +231,16 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
     } else {
         tasks.into_iter().for_each(work);
     }
-    ys
 }
 
 /// The activation blocks one family of layouts multiplies: how a row is quantized into them,
 /// and the kernels that take them.
-pub(super) trait ActivationBlock: Default + Clone + Send + Sync + Sized {
+pub(super) trait ActivationBlock: Default + Copy + Send + Sync + Sized {
     type Layout: Copy + Into<Layout> + Sync;
     /// Values per block.
     const ELEMS: usize;
+    /// Where a pass keeps its quantized rows of this kind.
+    fn pool(scratch: &PassScratch) -> &BufferPool<Self>;
     fn quantize(x: &[f32], out: &mut [Self]);
     fn dot<const R: usize>(
         isa: Isa,
@@ -247,6 +254,9 @@ pub(super) trait ActivationBlock: Default + Clone + Send + Sync + Sized {
 impl ActivationBlock for Q8Block {
     type Layout = Q8Layout;
     const ELEMS: usize = kernels::QK;
+    fn pool(scratch: &PassScratch) -> &BufferPool<Self> {
+        &scratch.q8
+    }
     fn quantize(x: &[f32], out: &mut [Self]) {
         kernels::quantize_q8(x, out)
     }
@@ -258,6 +268,9 @@ impl ActivationBlock for Q8Block {
 impl ActivationBlock for Q8KBlock {
     type Layout = Q8KLayout;
     const ELEMS: usize = kernels::QK_K;
+    fn pool(scratch: &PassScratch) -> &BufferPool<Self> {
+        &scratch.q8k
+    }
     fn quantize(x: &[f32], out: &mut [Self]) {
         kernels::quantize_q8k(x, out)
     }
@@ -266,16 +279,23 @@ impl ActivationBlock for Q8KBlock {
     }
 }
 
-/// `x` (`rows × k`) quantized once into `A`'s blocks, times every matrix of `mats`.
-pub(super) fn quantized_matmul<A: ActivationBlock>(
+/// `x` (`rows × k`) quantized once into `A`'s blocks, times every matrix of `mats`; the
+/// results (`rows × out` each) and the quantized rows in `scratch`'s buffers.
+pub(super) fn quantized_matmul<'s, A: ActivationBlock>(
+    scratch: &'s PassScratch,
     isa: Isa,
     mats: &[Mat<A::Layout>],
     x: &[f32],
     rows: usize,
     k: usize,
-) -> Vec<Vec<f32>> {
+) -> Vec<Pooled<'s, f32>> {
     let nb = k / A::ELEMS;
-    let acts = quantize_rows(x, rows, nb, A::quantize);
+    let acts = quantize_rows(A::pool(scratch), x, rows, nb, A::quantize);
+    let mut ys: Vec<Pooled<f32>> = mats
+        .iter()
+        .map(|m| scratch.floats.take(rows * m.out))
+        .collect();
+    let mut views: Vec<&mut [f32]> = ys.iter_mut().map(|y| &mut y[..]).collect();
     let input = Activations {
         rows,
         nb,
@@ -289,5 +309,6 @@ pub(super) fn quantized_matmul<A: ActivationBlock>(
         |layout, w, a, o| A::dot::<4>(isa, layout, w, a, o),
         |layout, w, a, o| A::dot::<1>(isa, layout, w, a, o),
     );
-    matmul::<A, _>(mats, input, dots)
+    matmul::<A, _>(&mut views, mats, input, dots);
+    ys
 }

@@ -17,6 +17,7 @@ pub mod layer;
 pub mod linear;
 mod matmul;
 pub mod rope;
+pub mod scratch;
 pub mod vecmath;
 pub mod weights;
 
