@@ -271,11 +271,9 @@ impl Decoder {
         debug_assert!(rows == steps.len() || rows == t);
         let mut x = x;
         vecmath::rms_norm_rows(&mut x, e, Some(&self.output_norm), self.cfg.rms_eps);
-        let isa = super::kernel_path::isa();
-        let mut logits = self
-            .output
-            .forward_rows_in(&self.scratch, isa, &x, rows)?
-            .into_vec();
+        // The logits leave the pass, so they are not taken from the pool: a pooled buffer
+        // handed out would be one the next pass has to allocate and fault in again.
+        let mut logits = self.output.forward_rows(&x, rows)?;
         if let Some(cap) = self.cfg.final_softcap {
             vecmath::softcap(&mut logits, cap);
         }
