@@ -5,6 +5,7 @@
 use super::attention::{attention_into, AttentionShape};
 use super::config::{Arch, ModelConfig};
 use super::kernel_path;
+use super::kernels::Isa;
 use super::kv_cache::KvCache;
 use super::linear::{forward_group_in, QLinear};
 use super::rope::RopeTable;
@@ -236,7 +237,7 @@ impl Layer {
         }
         vecmath::add_assign(x, &a);
         drop(a);
-        let f = self.feed_forward(scratch, x, t, cfg)?;
+        let f = self.feed_forward(scratch, isa, x, t, cfg)?;
         vecmath::add_assign(x, &f);
         drop(f);
         if let (Some(pli), Some(input)) = (&self.per_layer_input, &ctx.per_layer_input) {
@@ -291,11 +292,11 @@ impl Layer {
     fn feed_forward<'s>(
         &self,
         scratch: &'s PassScratch,
+        isa: Isa,
         x: &[f32],
         t: usize,
         cfg: &ModelConfig,
     ) -> Result<Pooled<'s, f32>> {
-        let isa = kernel_path::isa();
         let mut m = scratch.floats.copy_of(x);
         vecmath::rms_norm_rows(&mut m, cfg.n_embd, Some(&self.ffn_norm), cfg.rms_eps);
         let (mut gate, up) = match &self.ffn {
