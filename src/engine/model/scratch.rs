@@ -23,7 +23,8 @@ pub struct PassScratch {
     pub q8k: BufferPool<Q8KBlock>,
 }
 
-/// Free buffers of one element type.
+/// Free buffers of one element type. A free buffer keeps the whole length it was ever
+/// initialised to, so a later, shorter or equal request is served without writing a value.
 #[derive(Debug, Default)]
 pub struct BufferPool<T> {
     free: Mutex<Vec<Vec<T>>>,
@@ -38,8 +39,8 @@ impl<T: Copy + Default> BufferPool<T> {
             let fits = free
                 .iter()
                 .enumerate()
-                .filter(|(_, v)| v.capacity() >= len)
-                .min_by_key(|(_, v)| v.capacity())
+                .filter(|(_, v)| v.len() >= len)
+                .min_by_key(|(_, v)| v.len())
                 .map(|(i, _)| i);
             match fits {
                 Some(i) => Some(free.swap_remove(i)),
@@ -49,7 +50,7 @@ impl<T: Copy + Default> BufferPool<T> {
                     let largest = free
                         .iter()
                         .enumerate()
-                        .max_by_key(|(_, v)| v.capacity())
+                        .max_by_key(|(_, v)| v.len())
                         .map(|(i, _)| i);
                     if let Some(i) = largest {
                         free.swap_remove(i);
@@ -58,19 +59,12 @@ impl<T: Copy + Default> BufferPool<T> {
                 }
             }
         };
-        let buf = match reused {
-            Some(mut buf) => {
-                if buf.len() >= len {
-                    buf.truncate(len);
-                } else {
-                    buf.resize(len, T::default());
-                }
-                buf
-            }
-            None => vec![T::default(); len],
-        };
+        // A reused buffer is already `len` values or more: nothing is written here (a
+        // prefill after decode steps would otherwise clear every buffer it takes).
+        let buf = reused.unwrap_or_else(|| vec![T::default(); len]);
         Pooled {
             buf,
+            len,
             pool: Some(self),
         }
     }
@@ -93,6 +87,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// `values`, returned to this pool when dropped like a buffer taken from it.
     pub fn adopt(&self, values: Vec<T>) -> Pooled<'_, T> {
         Pooled {
+            len: values.len(),
             buf: values,
             pool: Some(self),
         }
@@ -105,7 +100,7 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     fn give_back(&self, buf: Vec<T>) {
-        if buf.capacity() > 0 {
+        if !buf.is_empty() {
             self.lock().push(buf);
         }
     }
@@ -119,7 +114,9 @@ impl<T: Copy + Default> BufferPool<T> {
 /// A buffer from a [`BufferPool`], given back when dropped.
 #[derive(Debug)]
 pub struct Pooled<'p, T: Copy + Default> {
+    /// At least `len` values; the ones after them belong to earlier, longer uses.
     buf: Vec<T>,
+    len: usize,
     /// None once the buffer was taken out of the pool's care ([`Pooled::into_vec`]).
     pool: Option<&'p BufferPool<T>>,
 }
@@ -128,6 +125,7 @@ impl<T: Copy + Default> Pooled<'_, T> {
     /// The values as a vector of their own; the pool does not get the memory back.
     pub fn into_vec(mut self) -> Vec<T> {
         self.pool = None;
+        self.buf.truncate(self.len);
         std::mem::take(&mut self.buf)
     }
 }
@@ -135,13 +133,13 @@ impl<T: Copy + Default> Pooled<'_, T> {
 impl<T: Copy + Default> Deref for Pooled<'_, T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        &self.buf
+        &self.buf[..self.len]
     }
 }
 
 impl<T: Copy + Default> DerefMut for Pooled<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        &mut self.buf
+        &mut self.buf[..self.len]
     }
 }
 
