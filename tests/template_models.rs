@@ -46,7 +46,10 @@ fn gemma3_270m_has_no_template_and_gets_the_gemma_fallback_with_a_notice() {
     assert_eq!(template.origin(), &TemplateSource::BuiltIn("Gemma"));
     assert_eq!(
         template.notice().as_deref(),
-        Some("gemma-3-270m-q4_k_m.gguf has no chat template; using the built-in Gemma template")
+        Some(concat!(
+            "gemma-3-270m-q4_k_m.gguf has no chat template (base models, not tuned for chat, have ",
+            "none, and their answers may wander and not stop); using the built-in Gemma template"
+        ))
     );
     let messages = [Message::system("Be brief."), Message::user("Hi")];
     let out = template.render(&messages, true, "<bos>", "<eos>").unwrap();

@@ -154,7 +154,12 @@ impl ChatTemplate {
                     Err(err) => format!("{file_name}'s chat template cannot be used ({err:#})"),
                 }
             }
-            _ => format!("{file_name} has no chat template"),
+            // Most files without one hold a base model, which a chat template does not turn
+            // into a chat model: its answers may wander and run to the token limit.
+            _ => format!(
+                "{file_name} has no chat template (base models, not tuned for chat, have none, \
+                 and their answers may wander and not stop)"
+            ),
         };
         let mut template =
             Self::from_source(builtin.source, TemplateSource::BuiltIn(builtin.family))?;

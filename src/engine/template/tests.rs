@@ -179,7 +179,10 @@ fn gemma_fallback_folds_the_system_prompt_into_the_first_user_turn() {
     assert_eq!(t.origin(), &TemplateSource::BuiltIn("Gemma"));
     assert_eq!(
         t.notice().as_deref(),
-        Some("some-model-q4_k_m.gguf has no chat template; using the built-in Gemma template")
+        Some(concat!(
+            "some-model-q4_k_m.gguf has no chat template (base models, not tuned for chat, have ",
+            "none, and their answers may wander and not stop); using the built-in Gemma template"
+        ))
     );
     let out = t.render(&conversation(), true, "<bos>", "<eos>").unwrap();
     assert_eq!(
