@@ -29,9 +29,10 @@ pub struct FormatSpec {
     /// The blocks as the file has them, where kernels of ours read them (`None`: only the
     /// repacked layout has kernels; where it does not run, candle computes the matrix).
     pub ggml: Option<Layout>,
-    /// The layout the matrix is repacked into at load where the instruction set runs it
-    /// ([`super::Isa::runs`]), and the function that repacks `rows` rows into it.
-    pub packed: Option<(Layout, packed::Repack)>,
+    /// The layouts the matrix can be repacked into at load, each with the function that
+    /// repacks `rows` rows into it; an instruction set takes the one it runs best
+    /// ([`super::Isa::packed_layout`]).
+    pub packed: &'static [(Layout, packed::Repack)],
 }
 
 /// Every format with kernels of ours. Adding one: a row here, its layouts in
@@ -44,7 +45,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 32,
         block_bytes: 18,
         ggml: Some(Layout::Q8(Q8Layout::Q4_0)),
-        packed: None,
+        packed: &[],
     },
     FormatSpec {
         format: Format::Q4_1,
@@ -52,7 +53,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 32,
         block_bytes: 20,
         ggml: Some(Layout::Q8(Q8Layout::Q4_1)),
-        packed: Some((Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)),
+        packed: &[(Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q5_0,
@@ -60,7 +61,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 32,
         block_bytes: 22,
         ggml: Some(Layout::Q8(Q8Layout::Q5_0)),
-        packed: Some((Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)),
+        packed: &[(Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q8_0,
@@ -68,7 +69,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 32,
         block_bytes: 34,
         ggml: Some(Layout::Q8(Q8Layout::Q8_0)),
-        packed: Some((Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)),
+        packed: &[(Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q4K,
@@ -76,7 +77,13 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 256,
         block_bytes: 144,
         ggml: Some(Layout::Q8K(Q8KLayout::Q4K)),
-        packed: Some((Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into)),
+        packed: &[
+            (Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into),
+            (
+                Layout::Q8K(Q8KLayout::Q4KX16Compact),
+                packed::q4k_x16::repack_compact_into,
+            ),
+        ],
     },
     FormatSpec {
         format: Format::Q5K,
@@ -84,7 +91,13 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 256,
         block_bytes: 176,
         ggml: None,
-        packed: Some((Layout::Q8K(Q8KLayout::Q5KX16), packed::q5k_x16::repack_into)),
+        packed: &[
+            (Layout::Q8K(Q8KLayout::Q5KX16), packed::q5k_x16::repack_into),
+            (
+                Layout::Q8K(Q8KLayout::Q5KX16Compact),
+                packed::q5k_x16::repack_compact_into,
+            ),
+        ],
     },
     FormatSpec {
         format: Format::Q6K,
@@ -92,7 +105,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         block_elems: 256,
         block_bytes: 210,
         ggml: Some(Layout::Q8K(Q8KLayout::Q6K)),
-        packed: Some((Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)),
+        packed: &[(Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)],
     },
 ];
 

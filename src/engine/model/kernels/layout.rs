@@ -27,9 +27,14 @@ pub enum Q8KLayout {
     Q6K,
     /// Q4_K repacked sixteen rows at a time ([`packed::q4k_x16`]).
     Q4KX16,
+    /// Q4_K×16 with its scales and mins compact, as large as ggml's blocks
+    /// ([`packed::q4k_x16`]).
+    Q4KX16Compact,
     /// Q5_K repacked sixteen rows at a time ([`packed::q5k_x16`]); Q5_K has no kernel in
     /// ggml's layout.
     Q5KX16,
+    /// Q5_K×16 with its scales and mins compact, as large as ggml's blocks.
+    Q5KX16Compact,
     /// Q6_K repacked sixteen rows at a time ([`packed::q6k_x16`]).
     Q6KX16,
 }
@@ -49,8 +54,10 @@ impl Layout {
             Layout::Q8(Q8Layout::Q4_1 | Q8Layout::Q4_1X16) => Format::Q4_1,
             Layout::Q8(Q8Layout::Q5_0 | Q8Layout::Q5_0X16) => Format::Q5_0,
             Layout::Q8(Q8Layout::Q8_0 | Q8Layout::Q8_0X16) => Format::Q8_0,
-            Layout::Q8K(Q8KLayout::Q4K | Q8KLayout::Q4KX16) => Format::Q4K,
-            Layout::Q8K(Q8KLayout::Q5KX16) => Format::Q5K,
+            Layout::Q8K(Q8KLayout::Q4K | Q8KLayout::Q4KX16 | Q8KLayout::Q4KX16Compact) => {
+                Format::Q4K
+            }
+            Layout::Q8K(Q8KLayout::Q5KX16 | Q8KLayout::Q5KX16Compact) => Format::Q5K,
             Layout::Q8K(Q8KLayout::Q6K | Q8KLayout::Q6KX16) => Format::Q6K,
         }
     }
@@ -70,6 +77,8 @@ impl Layout {
         match self {
             Layout::Q8K(Q8KLayout::Q4KX16) => packed::q4k_x16::ROW_BLOCK_BYTES,
             Layout::Q8K(Q8KLayout::Q5KX16) => packed::q5k_x16::ROW_BLOCK_BYTES,
+            Layout::Q8K(Q8KLayout::Q4KX16Compact) => packed::q4k_x16::COMPACT_ROW_BLOCK_BYTES,
+            Layout::Q8K(Q8KLayout::Q5KX16Compact) => packed::q5k_x16::COMPACT_ROW_BLOCK_BYTES,
             _ => self.format().spec().block_bytes,
         }
     }
@@ -78,9 +87,24 @@ impl Layout {
     pub fn row_group(self) -> usize {
         match self {
             Layout::Q8(Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-            | Layout::Q8K(Q8KLayout::Q4KX16 | Q8KLayout::Q5KX16 | Q8KLayout::Q6KX16) => GROUP,
+            | Layout::Q8K(
+                Q8KLayout::Q4KX16
+                | Q8KLayout::Q4KX16Compact
+                | Q8KLayout::Q5KX16
+                | Q8KLayout::Q5KX16Compact
+                | Q8KLayout::Q6KX16,
+            ) => GROUP,
             _ => 1,
         }
+    }
+
+    /// Whether a k-quant layout keeps its 6-bit scales and mins as compact as ggml's (for the
+    /// kernels to unpack), rather than a byte each.
+    pub fn has_compact_scales(self) -> bool {
+        matches!(
+            self,
+            Layout::Q8K(Q8KLayout::Q4KX16Compact | Q8KLayout::Q5KX16Compact)
+        )
     }
 
     /// Whether the activations are quantized to [`super::Q8KBlock`]s (else

@@ -90,6 +90,8 @@ pub fn dot_q8k<const R: usize>(
         Q8KLayout::Q6K => ggml::dot_q6k,
         Q8KLayout::Q4KX16 => return q4k_x16::dot(w, a, out),
         Q8KLayout::Q5KX16 => return q5k_x16::dot(w, a, out),
+        Q8KLayout::Q4KX16Compact => return q4k_x16::dot_compact(w, a, out),
+        Q8KLayout::Q5KX16Compact => return q5k_x16::dot_compact(w, a, out),
         Q8KLayout::Q6KX16 => return q6k_x16::dot(w, a, out),
     };
     each_row(f, layout.into(), w, a, out)

@@ -4,11 +4,26 @@
 use super::*;
 use crate::engine::model::kernels::packed::q8_0_x16;
 
-/// A format's repacked layout against ggml's (close) and against its own plain reference (bit
-/// for bit) on every implementation: batched or alone, a row moved to another lane, a later
-/// chunk.
+/// Each of a format's repacked layouts against ggml's (close) and against its own plain
+/// reference (bit for bit) on every implementation that runs it: batched or alone, a row moved
+/// to another lane, a later chunk.
 fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
-    let (packed_kind, repack_into) = format.spec().packed.expect("a repacked layout");
+    assert!(
+        !format.spec().packed.is_empty(),
+        "{format:?}: a repacked layout"
+    );
+    for &(packed_kind, repack_into) in format.spec().packed {
+        check_repacked_into(format, packed_kind, repack_into, widths, rng);
+    }
+}
+
+fn check_repacked_into(
+    format: Format,
+    packed_kind: Layout,
+    repack_into: packed::Repack,
+    widths: &[usize],
+    rng: &mut Rng,
+) {
     let repack = |w: &[u8], rows: usize| {
         let blocks = w.len() / rows / format.spec().block_bytes;
         let mut out = vec![0; rows.next_multiple_of(16) * blocks * packed_kind.block_bytes()];
@@ -51,7 +66,7 @@ fn check_repacked(format: Format, widths: &[usize], rng: &mut Rng) {
             let row_bytes = w.len() / rows;
             let shifted = repack(&w[row_bytes..], rows - 1);
             let later = &packed[packed.len() / 3..];
-            for isa in Isa::all() {
+            for isa in Isa::all().into_iter().filter(|isa| isa.runs(packed_kind)) {
                 let bits = |v: &[[f32; 4]]| -> Vec<[u32; 4]> {
                     v.iter().map(|o| o.map(f32::to_bits)).collect()
                 };
@@ -190,10 +205,14 @@ fn the_format_table_agrees_with_ggml_and_its_layouts() {
         assert_eq!(spec.block_elems, spec.dtype.block_size(), "{f:?}");
         assert_eq!(spec.block_bytes, spec.dtype.type_size(), "{f:?}");
         assert!(
-            spec.ggml.is_some() || spec.packed.is_some(),
+            spec.ggml.is_some() || !spec.packed.is_empty(),
             "{f:?} has a kernel somewhere"
         );
-        for layout in spec.ggml.into_iter().chain(spec.packed.map(|(l, _)| l)) {
+        for layout in spec
+            .ggml
+            .into_iter()
+            .chain(spec.packed.iter().map(|&(l, _)| l))
+        {
             assert_eq!(layout.format(), f, "{layout:?} holds {f:?}");
             assert_eq!(layout.uses_q8k(), uses_q8k(f), "{f:?}: its activations");
             assert_eq!(layout.block_elems(), spec.block_elems);
@@ -204,7 +223,7 @@ fn the_format_table_agrees_with_ggml_and_its_layouts() {
                 "{f:?}: ggml's layout is one row at a time"
             );
         }
-        if let Some((packed, _)) = spec.packed {
+        for &(packed, _) in spec.packed {
             assert!(packed.is_packed());
         }
     }
@@ -214,11 +233,20 @@ fn the_format_table_agrees_with_ggml_and_its_layouts() {
 fn only_the_paths_with_kernels_for_them_repack() {
     for isa in Isa::all() {
         for spec in &FORMATS {
-            let want = match isa {
+            // x86's SIMD paths repack: AVX-512 into a k-quant's compact form, the others into
+            // a format's first layout.
+            let compact = match isa {
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2(_) | Isa::AvxVnni(_) | Isa::Vnni(_) => spec.packed.map(|(l, _)| l),
+                Isa::Avx2(_) | Isa::AvxVnni(_) => Some(false),
+                #[cfg(target_arch = "x86_64")]
+                Isa::Vnni(_) => Some(true),
                 _ => None,
             };
+            let want = compact.and_then(|compact| {
+                let mut layouts = spec.packed.iter().map(|&(l, _)| l);
+                let compact_one = layouts.clone().find(|l| compact && l.has_compact_scales());
+                compact_one.or_else(|| layouts.next())
+            });
             assert_eq!(
                 isa.packed_layout(spec.format).map(|(l, _)| l),
                 want,

@@ -181,9 +181,11 @@ pub fn dot_q8k<const R: usize>(
     let f = match layout {
         Q8KLayout::Q4K => q8k::<Q4K, R>,
         Q8KLayout::Q6K => q8k::<Q6K, R>,
-        Q8KLayout::Q4KX16 | Q8KLayout::Q5KX16 | Q8KLayout::Q6KX16 => {
-            return generic::dot_q8k(layout, w, a, out)
-        }
+        Q8KLayout::Q4KX16
+        | Q8KLayout::Q4KX16Compact
+        | Q8KLayout::Q5KX16
+        | Q8KLayout::Q5KX16Compact
+        | Q8KLayout::Q6KX16 => return generic::dot_q8k(layout, w, a, out),
     };
     let row_bytes = generic::check_rows(layout.into(), w, a, out.len());
     if row_bytes == 0 {

@@ -60,8 +60,10 @@ pub fn dot_q8k<const R: usize>(
     match layout {
         Q8KLayout::Q4K => ggml::dot_q4k(t, w, a, out),
         Q8KLayout::Q6K => ggml::dot_q6k(t, w, a, out),
-        Q8KLayout::Q4KX16 => q4k_x16::dot_q4k_x16(t, w, a, out),
-        Q8KLayout::Q5KX16 => q4k_x16::dot_q5k_x16(t, w, a, out),
+        Q8KLayout::Q4KX16 => q4k_x16::dot_q4k_x16::<R, false>(t, w, a, out),
+        Q8KLayout::Q4KX16Compact => q4k_x16::dot_q4k_x16::<R, true>(t, w, a, out),
+        Q8KLayout::Q5KX16 => q4k_x16::dot_q5k_x16::<R, false>(t, w, a, out),
+        Q8KLayout::Q5KX16Compact => q4k_x16::dot_q5k_x16::<R, true>(t, w, a, out),
         Q8KLayout::Q6KX16 => q6k_x16::dot_q6k_x16(t, w, a, out),
     }
 }

@@ -16,51 +16,83 @@
 use super::ggml::load64;
 use super::groups::{dot_broadcast, nibbles8, with_fifth_bits, x16_groups};
 use super::Vnni;
-use crate::engine::model::kernels::packed::q4k_x16::{BLOCK_BYTES, D, DMIN, MINS, QS, SCALES};
+use crate::engine::model::kernels::packed::q4k_x16::{self, D, DMIN};
 use crate::engine::model::kernels::packed::q5k_x16;
-use crate::engine::model::kernels::x86::avx2::ops::{arr, load16, load32};
+use crate::engine::model::kernels::x86::avx2::ops::{arr, k4_scales_and_mins, load16, load32};
 use crate::engine::model::kernels::Q8KBlock;
 use core::arch::x86_64::*;
 
-/// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds.
-pub fn dot_q4k_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
-    x16_groups(t, w, a, out, |block, b, acc| {
-        // SAFETY: `x16_groups` runs this with the features `add_block` is compiled for (the
-        // `Vnni` token proves them), after checking the lengths.
-        unsafe { add_block::<R, BLOCK_BYTES, false>(block, b, a, acc) }
-    })
+/// `out[c][r]` = row `c` · `a[r]` for the `out.len()` rows whose groups `w` holds, the
+/// scales compact or a byte each.
+pub fn dot_q4k_x16<const R: usize, const COMPACT: bool>(
+    t: Vnni,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    const FULL: usize = q4k_x16::BLOCK_BYTES;
+    const SMALL: usize = q4k_x16::COMPACT_BLOCK_BYTES;
+    if COMPACT {
+        x16_groups(t, w, a, out, |block, b, acc| {
+            // SAFETY: `x16_groups` runs this with the features `add_block` is compiled
+            // for (the `Vnni` token proves them), after checking the lengths.
+            unsafe { add_block::<R, SMALL, false, true>(block, b, a, acc) }
+        })
+    } else {
+        x16_groups(t, w, a, out, |block, b, acc| {
+            // SAFETY: as above.
+            unsafe { add_block::<R, FULL, false, false>(block, b, a, acc) }
+        })
+    }
 }
 
 /// As [`dot_q4k_x16`] for Q5_K×16 weights.
-pub fn dot_q5k_x16<const R: usize>(t: Vnni, w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [[f32; R]]) {
-    x16_groups(t, w, a, out, |block, b, acc| {
-        // SAFETY: as in `dot_q4k_x16`.
-        unsafe { add_block::<R, { q5k_x16::BLOCK_BYTES }, true>(block, b, a, acc) }
-    })
+pub fn dot_q5k_x16<const R: usize, const COMPACT: bool>(
+    t: Vnni,
+    w: &[u8],
+    a: &[&[Q8KBlock]; R],
+    out: &mut [[f32; R]],
+) {
+    const FULL: usize = q5k_x16::BLOCK_BYTES;
+    const SMALL: usize = q5k_x16::COMPACT_BLOCK_BYTES;
+    if COMPACT {
+        x16_groups(t, w, a, out, |block, b, acc| {
+            // SAFETY: as in `dot_q4k_x16`.
+            unsafe { add_block::<R, SMALL, true, true>(block, b, a, acc) }
+        })
+    } else {
+        x16_groups(t, w, a, out, |block, b, acc| {
+            // SAFETY: as above.
+            unsafe { add_block::<R, FULL, true, false>(block, b, a, acc) }
+        })
+    }
 }
 
 /// Super-block `b` of a group of sixteen rows against every activation row, into `acc`; with
 /// `FIFTH`, each quant's fifth bit from the Q5_K×16 high-bit run of its chunk.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-fn add_block<const R: usize, const B: usize, const FIFTH: bool>(
+fn add_block<const R: usize, const B: usize, const FIFTH: bool, const COMPACT: bool>(
     block: &[u8; B],
     b: usize,
     a: &[&[Q8KBlock]; R],
     acc: &mut [__m512; R],
 ) {
-    let bytes_i32 = |at| _mm512_cvtepu8_epi32(load16(arr(block, at)));
+    let mut unpacked = [[0; 128]; 2];
+    let (scales, mins) = k4_scales_and_mins::<COMPACT>(block, &mut unpacked);
+    let bytes_i32 = |bytes: &[u8; 128], s: usize| _mm512_cvtepu8_epi32(load16(arr(bytes, 16 * s)));
+    let qs = q4k_x16::qs(COMPACT);
     let mut isum = [_mm512_setzero_si512(); R];
     let mut msum = [_mm512_setzero_ps(); R];
     for s in 0..8 {
         // One per lane, high words zero: its word products with the multipliers are the
         // 32-bit ones.
-        let scales = bytes_i32(SCALES + 16 * s);
-        let mins = _mm512_cvtepi32_ps(bytes_i32(MINS + 16 * s));
+        let scales = bytes_i32(scales, s);
+        let mins = _mm512_cvtepi32_ps(bytes_i32(mins, s));
         // Quants 32s + 4g.. of every row, g = 0..8, with the fifth bits for Q5_K×16.
-        let q = nibbles8(block, QS + 256 * s);
+        let q = nibbles8(block, qs + 256 * s);
         let q = if FIFTH {
-            with_fifth_bits(q, load64::<u8>(arr(block, q5k_x16::HIGH + 64 * s)))
+            with_fifth_bits(q, load64::<u8>(arr(block, q5k_x16::high(COMPACT) + 64 * s)))
         } else {
             q
         };

@@ -52,8 +52,10 @@ pub fn dot_q8k<const R: usize>(
     out: &mut [[f32; R]],
 ) {
     match layout {
-        Q8KLayout::Q4KX16 => x16::dot_q4k_x16(t, w, a, out),
-        Q8KLayout::Q5KX16 => x16::dot_q5k_x16(t, w, a, out),
+        Q8KLayout::Q4KX16 => x16::dot_q4k_x16::<_, R, false>(t, w, a, out),
+        Q8KLayout::Q4KX16Compact => x16::dot_q4k_x16::<_, R, true>(t, w, a, out),
+        Q8KLayout::Q5KX16 => x16::dot_q5k_x16::<_, R, false>(t, w, a, out),
+        Q8KLayout::Q5KX16Compact => x16::dot_q5k_x16::<_, R, true>(t, w, a, out),
         Q8KLayout::Q6KX16 => x16::dot_q6k_x16(t, w, a, out),
         Q8KLayout::Q4K | Q8KLayout::Q6K => avx2::dot_q8k(t.0, layout, w, a, out),
     }

@@ -4,43 +4,56 @@
 use super::{broadcast4, broadcasts, dot_small, dpbusd, f16x8, groups, half_bytes, nibbles8};
 use super::{bytes8, u8x8, u8x8_i32, with_fifth_bits, word_sums, Acc, BytePath};
 use crate::engine::model::kernels::packed::{self, q4k_x16, q5k_x16, q6k_x16};
-use crate::engine::model::kernels::x86::avx2::ops::{arr, load_i16x16};
+use crate::engine::model::kernels::x86::avx2::ops::{arr, k4_scales_and_mins, load_i16x16};
 use crate::engine::model::kernels::Q8KBlock;
 use core::arch::x86_64::*;
 
-/// `Q4_K×16` weights × [`Q8KBlock`] activations.
-pub fn dot_q4k_x16<P: BytePath, const R: usize>(
+/// `Q4_K×16` weights × [`Q8KBlock`] activations, the scales compact or a byte each.
+pub fn dot_q4k_x16<P: BytePath, const R: usize, const COMPACT: bool>(
     t: P,
     w: &[u8],
     a: &[&[Q8KBlock]; R],
     out: &mut [[f32; R]],
 ) {
-    let nb = packed::check(w, a, out.len(), q4k_x16::BLOCK_BYTES);
-    groups(
-        t,
-        w,
-        nb,
-        out,
-        |block: &[u8; q4k_x16::BLOCK_BYTES], b, acc| {
+    if COMPACT {
+        const B: usize = q4k_x16::COMPACT_BLOCK_BYTES;
+        let nb = packed::check(w, a, out.len(), B);
+        groups(t, w, nb, out, |block: &[u8; B], b, acc| {
             // SAFETY: as in `q8::dot_q4_1_x16`.
-            unsafe { q4k_block::<P, R, { q4k_x16::BLOCK_BYTES }, false>(block, b, a, acc) }
-        },
-    )
+            unsafe { q4k_block::<P, R, B, false, true>(block, b, a, acc) }
+        })
+    } else {
+        const B: usize = q4k_x16::BLOCK_BYTES;
+        let nb = packed::check(w, a, out.len(), B);
+        groups(t, w, nb, out, |block: &[u8; B], b, acc| {
+            // SAFETY: as in `q8::dot_q4_1_x16`.
+            unsafe { q4k_block::<P, R, B, false, false>(block, b, a, acc) }
+        })
+    }
 }
 
-/// `Q5_K×16` weights × [`Q8KBlock`] activations.
-pub fn dot_q5k_x16<P: BytePath, const R: usize>(
+/// `Q5_K×16` weights × [`Q8KBlock`] activations, the scales compact or a byte each.
+pub fn dot_q5k_x16<P: BytePath, const R: usize, const COMPACT: bool>(
     t: P,
     w: &[u8],
     a: &[&[Q8KBlock]; R],
     out: &mut [[f32; R]],
 ) {
-    const B: usize = q5k_x16::BLOCK_BYTES;
-    let nb = packed::check(w, a, out.len(), B);
-    groups(t, w, nb, out, |block: &[u8; B], b, acc| {
-        // SAFETY: as in `q8::dot_q4_1_x16`.
-        unsafe { q4k_block::<P, R, B, true>(block, b, a, acc) }
-    })
+    if COMPACT {
+        const B: usize = q5k_x16::COMPACT_BLOCK_BYTES;
+        let nb = packed::check(w, a, out.len(), B);
+        groups(t, w, nb, out, |block: &[u8; B], b, acc| {
+            // SAFETY: as in `q8::dot_q4_1_x16`.
+            unsafe { q4k_block::<P, R, B, true, true>(block, b, a, acc) }
+        })
+    } else {
+        const B: usize = q5k_x16::BLOCK_BYTES;
+        let nb = packed::check(w, a, out.len(), B);
+        groups(t, w, nb, out, |block: &[u8; B], b, acc| {
+            // SAFETY: as in `q8::dot_q4_1_x16`.
+            unsafe { q4k_block::<P, R, B, true, false>(block, b, a, acc) }
+        })
+    }
 }
 
 /// `Q6_K×16` weights × [`Q8KBlock`] activations.
@@ -68,25 +81,31 @@ pub fn dot_q6k_x16<P: BytePath, const R: usize>(
 /// the mins' term in floats; then `d`, `dmin` and the activations' base step.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
+fn q4k_block<
+    P: BytePath,
+    const R: usize,
+    const B: usize,
+    const FIFTH: bool,
+    const COMPACT: bool,
+>(
     block: &[u8; B],
     b: usize,
     a: &[&[Q8KBlock]; R],
     acc: &mut Acc<R>,
 ) {
-    use q4k_x16::{D, DMIN, MINS, QS, SCALES};
+    use q4k_x16::{D, DMIN};
+    let mut unpacked = [[0; 128]; 2];
+    let (scales, mins) = k4_scales_and_mins::<COMPACT>(block, &mut unpacked);
+    let qs = q4k_x16::qs(COMPACT);
     let mut isum = [[_mm256_setzero_si256(); 2]; R];
     for s in 0..8 {
-        let scales = [
-            u8x8_i32(block, SCALES + 16 * s),
-            u8x8_i32(block, SCALES + 16 * s + 8),
-        ];
+        let scales = [u8x8_i32(scales, 16 * s), u8x8_i32(scales, 16 * s + 8)];
         if FIFTH {
             // Q5_K's fifth bits make a group's quants dearer to unpack: a half's eight groups
             // are unpacked once for all the rows (eight at a time, `Isa::wide_tiles`).
             for h in 0..2 {
-                let q = nibbles8(block, QS + 256 * s, h);
-                let q = with_fifth_bits(q, half_bytes(block, q5k_x16::HIGH + 64 * s, h));
+                let q = nibbles8(block, qs + 256 * s, h);
+                let q = with_fifth_bits(q, half_bytes(block, q5k_x16::high(COMPACT) + 64 * s, h));
                 for (ar, isum) in a.iter().zip(isum.iter_mut()) {
                     let y: [__m256i; 8] = broadcasts(&ar[b].qs[32 * s..]);
                     let mult = load_i16x16(arr(&ar[b].mult_words, 16 * s));
@@ -95,13 +114,13 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
                 }
             }
         } else {
-            sub_block_dots::<P, R, B>(block, s, a, b, scales, &mut isum);
+            sub_block_dots::<P, R, B>(block, qs + 256 * s, s, a, b, scales, &mut isum);
         }
     }
     for h in 0..2 {
         let mut msum = [_mm256_setzero_ps(); R];
         for s in 0..8 {
-            let mins = u8x8(block, MINS + 16 * s + 8 * h);
+            let mins = u8x8(mins, 16 * s + 8 * h);
             for (ar, msum) in a.iter().zip(msum.iter_mut()) {
                 *msum = _mm256_fmadd_ps(mins, _mm256_set1_ps(ar[b].sums_f32[s]), *msum);
             }
@@ -117,7 +136,7 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
 }
 
 /// `isum[r][h] += Σ_g (scale · mult) · (q[g] · y[4g..4g + 4])` per 32-bit lane of half `h`,
-/// exactly, for sub-block `s` of a group's Q4_K×16 super-block and of
+/// exactly, for sub-block `s` (its quants at `at`) of a group's Q4_K×16 super-block and of
 /// each activation row's super-block `b` (quants `y`, step multiplier `mult`): the weights'
 /// integer scales (`scales[h]`: one per lane, below 2⁸) times the row's multiplier (at most
 /// 16) fit a word.
@@ -132,13 +151,13 @@ fn q4k_block<P: BytePath, const R: usize, const B: usize, const FIFTH: bool>(
 #[inline]
 fn sub_block_dots<P: BytePath, const R: usize, const B: usize>(
     block: &[u8; B],
+    at: usize,
     s: usize,
     a: &[&[Q8KBlock]; R],
     b: usize,
     scales: [__m256i; 2],
     isum: &mut [[__m256i; 2]; R],
 ) {
-    let at = q4k_x16::QS + 256 * s;
     if P::VNNI {
         let mut dots = [[_mm256_setzero_si256(); 2]; R];
         for g in 0..8 {
