@@ -183,8 +183,13 @@ impl Isa {
     /// compact as ggml's (2.8% fewer bytes for Q4_K, 2.2% for Q5_K: a decode reads every
     /// weight once at the memory's speed) over a byte each. AVX-512 unpacks a super-block's
     /// for next to nothing (a single-thread, L2-resident Q4_K×16 matrix, GMAC/s, a byte each
-    /// → compact: one row 70.7 → 73.9, eight rows 155.7 → 154.1); AVX2's four-row prefill
-    /// tile lost 5% (110.5 → 104.7), more than the bytes gave its decode.
+    /// → compact: one row 70.7 → 73.9, eight rows 155.7 → 154.1). AVX2 keeps a byte each:
+    /// since the unpacked bytes are read back as they were stored, its four-row tile loses
+    /// little to the compact form (116 → 112 GMAC/s) and one row reads it from memory a
+    /// little faster (two threads, a 116 MB matrix: 2.44 → 2.33 ms), but whole decodes did
+    /// not get faster (nine alternating rounds of four models; and the same model loaded in
+    /// both forms in one process, decode steps alternating: compact / a byte each 0.94–1.02,
+    /// where one form in both slots gives 1.01–1.03). AVX-VNNI, unmeasured, follows AVX2.
     pub fn prefers_compact_scales(self) -> bool {
         #[cfg(target_arch = "x86_64")]
         if let Isa::Vnni(_) = self {

@@ -19,8 +19,8 @@
 //!     sub-block `2p` in its low nibble and of `2p + 1` in its high one; then their top two
 //!     bits, 16 bytes per pair at `128 + 16 p`, byte `i` holding row `i`'s scale `2p`, scale
 //!     `2p + 1`, min `2p`, min `2p + 1` in bits 0–1, 2–3, 4–5, 6–7. A decode step reads every
-//!     weight once at the memory's speed, so the 2.8% fewer bytes are a faster token where a
-//!     kernel unpacks them for free
+//!     weight once at the memory's speed, so the 2.8% fewer bytes are a faster token wherever
+//!     the unpacking costs a kernel less than they save
 //!     ([`crate::engine::model::kernels::Isa::prefers_compact_scales`]);
 //! - the quants ([`qs`]): for sub-block `s` and `h` in 0..4, 64 bytes at `256 s + 64 h` whose bytes
 //!   `4 i .. 4 i + 4` hold row `i`'s quants `32 s + 4 h ..` in their low nibbles and

@@ -290,10 +290,3 @@ pub(super) fn bytes8(block: &[u8], at: usize) -> __m128i {
 pub(super) fn u8x8_i32(block: &[u8], at: usize) -> __m256i {
     _mm256_cvtepu8_epi32(bytes8(block, at))
 }
-
-/// Eight bytes at `at` (one half's rows) as f32.
-#[target_feature(enable = "avx2,fma,f16c")]
-#[inline]
-pub(super) fn u8x8(block: &[u8], at: usize) -> __m256 {
-    _mm256_cvtepi32_ps(u8x8_i32(block, at))
-}
