@@ -139,7 +139,8 @@ def main():
         with open(os.path.join(corpus, target, "seed-" + name), "wb") as f:
             f.write(data)
 
-    ggufs = os.environ.get("TAPER_FUZZ_GGUFS", "/work/shared/reference/tiny/*.gguf")
+    ggufs = os.environ.get("TAPER_FUZZ_GGUFS",
+                           os.path.join(ROOT, "tests/fixtures/reference/tiny/*.gguf"))
     for path in sorted(glob.glob(ggufs)):
         meta, tensors = read_gguf(path)
         put("gguf_header", os.path.basename(path), write_small_gguf(meta, tensors))

@@ -13,7 +13,7 @@ use taper::engine::gguf::GgufHeader;
 use taper::engine::model;
 use taper::engine::prefix_cache::PrefixCache;
 
-const TEXT: &str = "/usr/share/common-licenses/GPL-3";
+const TEXT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/text/GPL-3");
 /// Small windows and few of them: each run takes seconds.
 const CTX: &str = "128";
 const CHUNKS: &str = "3";

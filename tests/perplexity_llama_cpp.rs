@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TEXT: &str = "/usr/share/common-licenses/GPL-3";
+const TEXT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/text/GPL-3");
 const CTX: &str = "128";
 /// Ten windows: 630 scored positions, a few seconds a run on each engine.
 const CHUNKS: &str = "10";

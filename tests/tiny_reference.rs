@@ -1,5 +1,6 @@
 //! The decoder against llama.cpp's logits on tiny random-weight GGUF files
-//! (../shared/reference/tiny), batched and one token at a time.
+//! (tests/fixtures/reference/tiny, made by scripts/make-reference), batched and one token at a
+//! time.
 
 mod common;
 

@@ -2,9 +2,10 @@
 //! GGUF tokenizer builder, and streaming decode round trips on the same texts.
 //!
 //! The models live in `$TAPER_HOME/models` (scripts/fetch-models puts them there). Reference ids:
-//! `../shared/reference/tokenizer-ids.json` (given) and `tests/fixtures/tokenizer-extra-ids.json`
-//! (generated with transformers, see its "about" field), which also rebuilds each vocabulary
-//! the way other model families would (pre-tokenizer regexes, Llama/Phi-3/Gemma 4 flavours).
+//! `tests/fixtures/reference/tokenizer-ids.json` (llama.cpp's tokenizer, made by
+//! scripts/make-reference) and `tests/fixtures/tokenizer-extra-ids.json` (generated with
+//! transformers, see its "about" field), which also rebuilds each vocabulary the way other model
+//! families would (pre-tokenizer regexes, Llama/Phi-3/Gemma 4 flavours).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -92,8 +93,8 @@ fn extra_fixture() -> (Vec<String>, Vec<Value>) {
 }
 
 #[test]
-fn shared_reference_ids_match_transformers() {
-    let doc = read_json(manifest_path("../shared/reference/tokenizer-ids.json"));
+fn reference_ids_match_llama_cpp() {
+    let doc = read_json(manifest_path("tests/fixtures/reference/tokenizer-ids.json"));
     for name in [SMOLLM2, GEMMA3] {
         let cases: Vec<(String, Vec<u32>)> = doc[name]
             .as_array()

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-/// `../shared/reference` beside the repository (as CI lays it out).
+/// The reference data the repository holds: tiny models with llama.cpp's logits, llama.cpp's
+/// token ids for the real models (made by `scripts/make-reference`, see its README).
 pub fn reference_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/reference")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference")
 }
 
 /// The models directory the test command fills with `scripts/fetch-models`.
