@@ -1,6 +1,6 @@
 //! taper: chat with small language models in a terminal, on the CPU, in pure Rust.
 //!
-//! Module map (see DESIGN.md):
+//! Module map (docs/design.md has the whole picture):
 //! - [`engine`]: everything that turns a GGUF file and a conversation into streamed tokens;
 //!   it runs on its own thread behind a command/event protocol.
 //! - [`catalog`]: the built-in catalogue of well-known models and their shapes.

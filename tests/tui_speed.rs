@@ -1,7 +1,7 @@
 //! Does the TUI slow the model down? Decode tok/s shown in the TUI's stats panel against
 //! `taper ask --stats`, same model, prompt, greedy sampling and threads, alternating runs.
-//! A measurement, not a pass/fail gate (DESIGN.md: speed is measured, never asserted by a
-//! timed test), so it is ignored by default; run it on a quiet machine:
+//! A measurement, not a pass/fail gate (docs/design.md: speed is measured, never asserted by
+//! a timed test), so it is ignored by default; run it on a quiet machine:
 //!
 //!     cargo test --release --test tui_speed -- --ignored --nocapture
 //!

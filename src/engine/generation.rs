@@ -1,7 +1,8 @@
 //! The one generation driver: a prompt through the model in chunks (reusing what the prefix
 //! cache holds), then sampling, stop tokens and detokenizing, token by token. Every client of
-//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench`,
-//! `taper perplexity` and next the server, so a fix here is a fix for all of them.
+//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench` and
+//! `taper perplexity`; `taper serve` drives its sampling half ([`Decoding`]) once per slot. So a
+//! fix here is a fix for all of them.
 
 use super::detokenizer::Detokenizer;
 use super::model::LanguageModel;

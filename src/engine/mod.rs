@@ -1,5 +1,5 @@
 //! The inference engine: loading GGUF models, tokenizing, templating, sampling, and the worker
-//! thread that runs generations behind a command/event protocol (see DESIGN.md).
+//! thread that runs generations behind a command/event protocol (see docs/design.md).
 //!
 //! Clients (`taper ask`, the TUI) hold an [`EngineHandle`]: they send [`EngineCommand`]s and
 //! receive [`EngineEvent`]s. The worker owns the model; it never panics across the boundary.

@@ -1,5 +1,5 @@
 //! The full-screen chat (`taper`, `taper chat`): a client of the engine worker, built as
-//! DESIGN.md says: one tokio loop with the effect runner ([`app`]), a pure [`update`] that
+//! docs/design.md says: one tokio loop with the effect runner ([`app`]), a pure [`update`] that
 //! turns [`msg::Msg`]s into state changes and [`msg::Effect`]s, the table of every key
 //! ([`keys`]) and the [`keymap`] that reads it, the [`state`] (one file per concern), and pure
 //! rendering ([`ui`], one file per pane). The command line is `cli::chat`'s: it hands this
