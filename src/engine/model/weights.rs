@@ -3,9 +3,10 @@
 //! Quantized matrices and embedding tables are not copied: the kernels read their blocks
 //! straight from the mapped file, so the weights cost page cache (shared, reclaimable, and
 //! only the pages a forward pass touches) instead of a second private copy. The exception is
-//! Q4_K on AVX-512 VNNI, repacked once into a layout of our own (`kernels::packed::q4k_x16`), whose
-//! file pages are then handed back. Small tensors (norms, biases) and formats without kernels
-//! of ours are copied into candle tensors.
+//! the formats a kernel path reads faster sixteen rows interleaved (`kernels::packed`; which
+//! formats, per path, is `kernels::Isa`'s choice): those are repacked once at load and their
+//! file pages handed back. Small tensors (norms, biases) and formats without kernels of ours
+//! are copied into candle tensors.
 
 use super::embedding::RowTable;
 use super::linear::QLinear;
