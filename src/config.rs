@@ -1,8 +1,8 @@
 //! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
 //! (command-line flags override the file, the file overrides the defaults).
 
-use crate::engine::model::CacheType;
-use crate::engine::sampler::SamplingParams;
+use crate::protocol::CacheType;
+use crate::protocol::SamplingParams;
 use anyhow::{anyhow, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -185,6 +185,7 @@ impl Config {
             repeat_penalty: s.repeat_penalty.unwrap_or(d.repeat_penalty),
             repeat_last_n: s.repeat_last_n.unwrap_or(d.repeat_last_n),
             seed: s.seed.or(d.seed),
+            ..d
         }
     }
 

@@ -2,7 +2,9 @@
 //!
 //! Module map (docs/design.md has the whole picture):
 //! - [`engine`]: everything that turns a GGUF file and a conversation into streamed tokens;
-//!   it runs on its own thread behind a command/event protocol.
+//!   its host thread runs a model for its clients behind a command/event protocol.
+//! - [`protocol`]: the types that cross the engine's boundary (requests, sampling settings,
+//!   cache type, events, model info, usage); a leaf the rest depends on.
 //! - [`catalog`]: the built-in catalogue of well-known models and their shapes.
 //! - [`chat`]: the model-independent conversation history.
 //! - [`config`]: the user's settings file and defaults.
@@ -12,7 +14,7 @@
 //! - [`remote`]: OpenAI-compatible servers (llama-server, vLLM, SGLang, Ollama) as a second
 //!   backend of the engine: model lists, streamed chat over SSE, failures in one sentence.
 //! - [`sessions`]: saved conversations (format, files, export).
-//! - [`stats`]: usage figures, rates and process memory.
+//! - [`stats`]: rates and process memory.
 //! - [`bench`]: `taper bench`: cold start, TTFT, prefill/decode speed and peak memory of
 //!   models (real files, or shape-only files written from the catalogue), each measured in
 //!   a fresh process.
@@ -35,6 +37,7 @@ pub mod hub;
 pub mod models;
 pub mod paths;
 pub mod perplexity;
+pub mod protocol;
 pub mod remote;
 pub mod serve;
 pub mod sessions;

@@ -14,8 +14,8 @@ use taper::engine::gguf::GgufHeader;
 use taper::engine::model;
 use taper::engine::prefix_cache::PrefixCache;
 use taper::engine::prompt::ModelText;
-use taper::engine::sampler::SamplingParams;
-use taper::stats::StopReason;
+use taper::protocol::SamplingParams;
+use taper::protocol::StopReason;
 
 const QUESTIONS: [&str; 4] = [
     "Write a short list of three fruits, one per line.",

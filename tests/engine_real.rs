@@ -4,9 +4,10 @@
 mod common;
 
 use taper::chat::Message;
-use taper::engine::sampler::SamplingParams;
-use taper::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
-use taper::stats::{StopReason, Usage};
+use taper::engine::{EngineCommand, EngineHandle};
+use taper::protocol::SamplingParams;
+use taper::protocol::{EngineEvent, GenerateRequest, LoadRequest};
+use taper::protocol::{StopReason, Usage};
 
 fn greedy() -> SamplingParams {
     SamplingParams {
@@ -41,13 +42,13 @@ fn turn(
     max_tokens: usize,
 ) -> (String, Usage) {
     engine
-        .send(EngineCommand::Generate(GenerateRequest {
+        .send(EngineCommand::Generate(GenerateRequest::chat(
             turn_id,
-            messages: messages.to_vec(),
+            messages.to_vec(),
             raw,
-            sampling: greedy(),
+            greedy(),
             max_tokens,
-        }))
+        )))
         .unwrap();
     let mut text = String::new();
     loop {
@@ -151,13 +152,13 @@ fn a_conversation_longer_than_the_context_drops_its_oldest_turns() {
 fn a_prompt_longer_than_the_context_is_a_clear_error() {
     let mut engine = engine_with(common::SMOLLM2, 128);
     engine
-        .send(EngineCommand::Generate(GenerateRequest {
-            turn_id: 7,
-            messages: vec![Message::user("word ".repeat(400))],
-            raw: false,
-            sampling: greedy(),
-            max_tokens: 8,
-        }))
+        .send(EngineCommand::Generate(GenerateRequest::chat(
+            7,
+            vec![Message::user("word ".repeat(400))],
+            false,
+            greedy(),
+            8,
+        )))
         .unwrap();
     match engine.recv_blocking() {
         Some(EngineEvent::Failed { turn_id, message }) => {
@@ -172,13 +173,13 @@ fn a_prompt_longer_than_the_context_is_a_clear_error() {
 fn cancel_stops_within_a_token() {
     let mut engine = engine_with(common::SMOLLM2, 1024);
     engine
-        .send(EngineCommand::Generate(GenerateRequest {
-            turn_id: 3,
-            messages: vec![Message::user("Write a long story about a dragon.")],
-            raw: false,
-            sampling: greedy(),
-            max_tokens: 400,
-        }))
+        .send(EngineCommand::Generate(GenerateRequest::chat(
+            3,
+            vec![Message::user("Write a long story about a dragon.")],
+            false,
+            greedy(),
+            400,
+        )))
         .unwrap();
     // Tokens already produced when the cancel was sent: received, or queued in the channel.
     let mut produced_at_cancel = None;

@@ -8,8 +8,9 @@ use taper::bench::prompt::{passage_prompt, PASSAGE};
 use taper::chat::Message;
 use taper::engine::answer_ids::AnswerIds;
 use taper::engine::gguf::GgufHeader;
-use taper::engine::model::{self, CacheOptions, CacheType, LanguageModel};
+use taper::engine::model::{self, CacheOptions, LanguageModel};
 use taper::engine::prompt::ModelText;
+use taper::protocol::CacheType;
 
 fn load(header: &GgufHeader, context: usize, cache_type: CacheType) -> Box<dyn LanguageModel> {
     model::load_with(

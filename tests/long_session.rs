@@ -10,9 +10,11 @@ mod tui_support;
 
 use crossterm::event::KeyCode;
 use std::time::{Duration, Instant};
-use taper::engine::sampler::SamplingParams;
-use taper::engine::{EngineEvent, EngineHandle};
-use taper::stats::{current_rss_bytes, StopReason, Usage};
+use taper::engine::EngineHandle;
+use taper::protocol::EngineEvent;
+use taper::protocol::SamplingParams;
+use taper::protocol::{StopReason, Usage};
+use taper::stats::current_rss_bytes;
 use taper::tui::state::{AnswerStatus, Settings};
 use taper::tui::{scan, update, Effect, Msg, State};
 use tui_support::{generate_of, key};
@@ -141,7 +143,7 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
         state.input.set_text(&question(turn));
         let fx = update(&mut state, key(KeyCode::Enter), Instant::now());
         let request = generate_of(&fx).expect("Enter sends the question");
-        let (turn_id, messages_sent) = (request.turn_id, request.messages.len());
+        let (turn_id, messages_sent) = (request.turn_id, request.messages().len());
         assert_eq!(request.max_tokens, MAX_TOKENS);
         carry_out(&engine, fx);
 

@@ -14,10 +14,11 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use taper::chat::Message;
 use taper::config::RemoteConfig;
-use taper::engine::sampler::SamplingParams;
-use taper::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
+use taper::engine::{EngineCommand, EngineHandle};
+use taper::protocol::SamplingParams;
+use taper::protocol::{EngineEvent, GenerateRequest, LoadRequest};
+use taper::protocol::{StopReason, Usage};
 use taper::remote::{Remote, RemoteTarget};
-use taper::stats::{StopReason, Usage};
 
 /// One server at a time: the machine may have two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -56,7 +57,7 @@ fn target(server: &LlamaServer) -> RemoteTarget {
 }
 
 /// Waits for the load (or connect) to answer; its info.
-fn loaded(engine: &mut EngineHandle) -> taper::engine::ModelInfo {
+fn loaded(engine: &mut EngineHandle) -> taper::protocol::ModelInfo {
     loop {
         match engine.recv_blocking().expect("engine alive") {
             EngineEvent::Loaded { info, .. } => return info,
@@ -74,13 +75,13 @@ fn answer(
     n: usize,
 ) -> (String, Usage) {
     engine
-        .send(EngineCommand::Generate(GenerateRequest {
+        .send(EngineCommand::Generate(GenerateRequest::chat(
             turn_id,
             messages,
-            raw: false,
-            sampling: greedy(),
-            max_tokens: n,
-        }))
+            false,
+            greedy(),
+            n,
+        )))
         .unwrap();
     let mut text = String::new();
     loop {
@@ -157,13 +158,7 @@ fn stopping_closes_the_stream_and_the_server_stops_generating() {
 
     let story =
         Message::user("Write a very long story about a dragon who loves tea, in many chapters.");
-    let request = GenerateRequest {
-        turn_id: 1,
-        messages: vec![story],
-        raw: false,
-        sampling: greedy(),
-        max_tokens: 1500,
-    };
+    let request = GenerateRequest::chat(1, vec![story], false, greedy(), 1500);
     engine.send(EngineCommand::Generate(request)).unwrap();
     let mut tokens = 0;
     let usage = loop {

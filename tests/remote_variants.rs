@@ -10,9 +10,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use taper::chat::Message;
 use taper::config::RemoteConfig;
-use taper::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest};
+use taper::engine::{EngineCommand, EngineHandle};
+use taper::protocol::StopReason;
+use taper::protocol::{EngineEvent, GenerateRequest};
 use taper::remote::{Remote, RemoteTarget};
-use taper::stats::StopReason;
 
 fn taper(args: &[&str]) -> (bool, String, String) {
     let home = tempfile::tempdir().unwrap();
@@ -115,14 +116,14 @@ fn turn(
     turn_id: u64,
     max_tokens: usize,
     stop_after: Option<usize>,
-) -> (String, taper::stats::Usage) {
-    let request = GenerateRequest {
+) -> (String, taper::protocol::Usage) {
+    let request = GenerateRequest::chat(
         turn_id,
-        messages: vec![Message::user("hi")],
-        raw: false,
-        sampling: Default::default(),
+        vec![Message::user("hi")],
+        false,
+        Default::default(),
         max_tokens,
-    };
+    );
     engine.send(EngineCommand::Generate(request)).unwrap();
     let (mut text, mut tokens) = (String::new(), 0);
     loop {

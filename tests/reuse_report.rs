@@ -18,9 +18,10 @@ use taper::engine::generation::{Generator, TurnOptions, Unobserved};
 use taper::engine::gguf::GgufHeader;
 use taper::engine::model;
 use taper::engine::prefix_cache::PrefixCache;
-use taper::engine::sampler::SamplingParams;
-use taper::engine::{EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest};
-use taper::stats::{StopReason, Usage};
+use taper::engine::{EngineCommand, EngineHandle};
+use taper::protocol::SamplingParams;
+use taper::protocol::{EngineEvent, GenerateRequest, LoadRequest};
+use taper::protocol::{StopReason, Usage};
 
 const QUESTIONS: [&str; 5] = [
     "Write a short list of three facts about {}, one per line.",
@@ -72,13 +73,13 @@ fn turn(
     sampling: &SamplingParams,
 ) -> (String, Usage) {
     engine
-        .send(EngineCommand::Generate(GenerateRequest {
+        .send(EngineCommand::Generate(GenerateRequest::chat(
             turn_id,
-            messages: messages.to_vec(),
-            raw: false,
-            sampling: sampling.clone(),
-            max_tokens: 96,
-        }))
+            messages.to_vec(),
+            false,
+            sampling.clone(),
+            96,
+        )))
         .unwrap();
     let mut text = String::new();
     loop {

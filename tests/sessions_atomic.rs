@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use taper::chat::Role;
-use taper::engine::sampler::SamplingParams;
+use taper::protocol::SamplingParams;
 use taper::sessions::store;
 use taper::sessions::{SavedMessage, SavedSampling, Session};
 

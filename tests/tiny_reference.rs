@@ -6,7 +6,8 @@ mod common;
 
 use serde_json::Value;
 use taper::engine::gguf::GgufHeader;
-use taper::engine::model::{self, CacheOptions, CacheType, LanguageModel};
+use taper::engine::model::{self, CacheOptions, LanguageModel};
+use taper::protocol::CacheType;
 
 struct Reference {
     tokens: Vec<u32>,

@@ -104,7 +104,7 @@ fn up_recalls_history_only_on_an_empty_input_with_history() {
     let up = press(KeyCode::Up, KeyModifiers::NONE);
     assert_eq!(action(&h.state, &up), Action::Edit(up), "no history yet");
     let turn = h.ask("earlier").turn_id;
-    h.finish(turn, usage(1, 0, 1, taper::stats::StopReason::EndOfTurn));
+    h.finish(turn, usage(1, 0, 1, taper::protocol::StopReason::EndOfTurn));
     assert_eq!(action(&h.state, &up), Action::HistoryOlder);
     h.type_text("draft");
     assert_eq!(

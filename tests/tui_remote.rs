@@ -11,9 +11,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 use taper::chat::Role;
 use taper::config::RemoteConfig;
-use taper::engine::{EngineCommand, EngineEvent, ModelInfo};
+use taper::engine::EngineCommand;
+use taper::protocol::{EngineEvent, ModelInfo};
+use taper::protocol::{ServerFigures, StopReason};
 use taper::remote::{Remote, RemoteTarget, Secret};
-use taper::stats::{ServerFigures, StopReason};
 use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
 use tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
@@ -58,9 +59,9 @@ fn local_remote_local_keeps_the_history_and_saves_model_names_not_keys() {
         notices: vec![],
     });
     let second = h.ask("And you?");
-    let roles: Vec<Role> = second.messages.iter().map(|m| m.role).collect();
+    let roles: Vec<Role> = second.messages().iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
-    assert_eq!(second.messages[1].content, "Hello!");
+    assert_eq!(second.messages()[1].content, "Hello!");
     h.tokens(second.turn_id, &["<think>", "hm", "</think>\n\n", "Fine."]);
     let mut u = usage(20, 0, 3, StopReason::EndOfTurn);
     u.server = Some(Box::new(ServerFigures {
@@ -75,8 +76,8 @@ fn local_remote_local_keeps_the_history_and_saves_model_names_not_keys() {
         notices: vec![],
     });
     let third = h.ask("Bye");
-    assert_eq!(third.messages.len(), 5);
-    assert_eq!(third.messages[3].content, "<think>hm</think>\n\nFine.");
+    assert_eq!(third.messages().len(), 5);
+    assert_eq!(third.messages()[3].content, "<think>hm</think>\n\nFine.");
 
     let saved = h.effects.iter().rev().find_map(|e| match e {
         Effect::Session(SessionEffect::Save { session, .. }) => Some(session.clone()),

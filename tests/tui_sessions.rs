@@ -8,8 +8,8 @@ mod tui_support;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::{Path, PathBuf};
 use taper::chat::Message;
+use taper::protocol::StopReason;
 use taper::sessions::{store, SavedStatus, Session};
-use taper::stats::StopReason;
 use taper::tui::app::files::perform;
 use taper::tui::state::{AnswerStatus, EntryBody, ListMode, Overlay};
 use taper::tui::{Effect, Msg, SessionEffect};
@@ -55,7 +55,7 @@ fn press(h: &mut Harness, msg: Msg) -> Vec<Effect> {
 fn one_turn(h: &mut Harness, question: &str, answer: &[&str]) -> Vec<Effect> {
     let turn = h.ask(question).turn_id;
     h.tokens(turn, answer);
-    h.engine(taper::engine::EngineEvent::Finished {
+    h.engine(taper::protocol::EngineEvent::Finished {
         turn_id: turn,
         usage: usage(20, 0, answer.len(), StopReason::EndOfTurn),
     })
@@ -157,7 +157,7 @@ fn resuming_restores_the_conversation_settings_and_file() {
     // Another run of taper, with the other model loaded.
     let mut h = harness(dir.path());
     h.send(Msg::Load(entry(GEMMA, "gemma3", "Q4_K_M", 1)));
-    h.engine(taper::engine::EngineEvent::Loaded {
+    h.engine(taper::protocol::EngineEvent::Loaded {
         info: info(GEMMA, "gemma3"),
         notices: vec![],
     });
@@ -192,7 +192,7 @@ fn resuming_restores_the_conversation_settings_and_file() {
     // The next question carries the resumed history; the new answer is Gemma's.
     let request = h.ask("And you?");
     assert_eq!(
-        request.messages,
+        request.messages(),
         vec![
             Message::system("Be brief."),
             Message::user("Hi"),
@@ -200,7 +200,7 @@ fn resuming_restores_the_conversation_settings_and_file() {
             Message::user("And you?")
         ]
     );
-    let fx = h.engine(taper::engine::EngineEvent::Finished {
+    let fx = h.engine(taper::protocol::EngineEvent::Finished {
         turn_id: request.turn_id,
         usage: usage(30, 0, 1, StopReason::EndOfTurn),
     });

@@ -6,8 +6,9 @@ mod tui_support;
 
 use crossterm::event::KeyCode;
 use taper::chat::{Message, Role};
-use taper::engine::{EngineCommand, EngineEvent};
-use taper::stats::StopReason;
+use taper::engine::EngineCommand;
+use taper::protocol::EngineEvent;
+use taper::protocol::StopReason;
 use taper::tui::state::{AnswerStatus, EntryBody, NoticeLevel, Overlay};
 use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
@@ -44,8 +45,8 @@ fn notices(h: &Harness) -> Vec<(NoticeLevel, String)> {
 fn submitting_sends_the_history_with_a_fresh_turn_id_and_clears_the_input() {
     let mut h = Harness::with_model();
     let request = h.ask("Hello?");
-    assert_eq!(request.messages, vec![Message::user("Hello?")]);
-    assert!(!request.raw);
+    assert_eq!(request.messages(), vec![Message::user("Hello?")]);
+    assert!(!request.is_raw());
     assert_eq!(request.sampling.temperature, 0.0);
     assert_eq!(request.max_tokens, 256);
     assert!(h.state.input.is_empty());
@@ -61,8 +62,8 @@ fn the_system_prompt_goes_first_in_every_request() {
     let mut h = Harness::with_model();
     h.state.settings.system_prompt = "Be brief.".into();
     let request = h.ask("Hi");
-    assert_eq!(request.messages[0], Message::system("Be brief."));
-    assert_eq!(request.messages[1], Message::user("Hi"));
+    assert_eq!(request.messages()[0], Message::system("Be brief."));
+    assert_eq!(request.messages()[1], Message::user("Hi"));
 }
 
 #[test]
@@ -116,7 +117,7 @@ fn the_next_turn_sends_the_whole_conversation() {
     let next = h.ask("How are you?");
     assert_ne!(next.turn_id, turn);
     assert_eq!(
-        next.messages,
+        next.messages(),
         vec![
             Message::user("Hi"),
             Message::assistant("Hello!"),
@@ -166,7 +167,7 @@ fn a_stopped_answer_is_part_of_the_next_request() {
     h.tokens(turn, &["Once"]);
     h.send(key(KeyCode::Esc));
     let next = h.ask("Go on");
-    assert_eq!(next.messages[1], Message::assistant("Once"));
+    assert_eq!(next.messages()[1], Message::assistant("Once"));
 }
 
 #[test]
@@ -182,7 +183,7 @@ fn a_failed_generation_is_shown_and_the_app_keeps_running() {
     assert_eq!(answers(&h)[0].2, AnswerStatus::Failed);
     // The failed exchange is not sent again; the next question goes alone.
     let next = h.ask("Again");
-    assert_eq!(next.messages, vec![Message::user("Again")]);
+    assert_eq!(next.messages(), vec![Message::user("Again")]);
 }
 
 #[test]
@@ -245,7 +246,7 @@ fn switching_model_keeps_the_conversation_and_the_next_answer_is_labelled_with_t
 
     // The input stays usable while loading; a question asked now is queued behind the load.
     let queued = h.ask("And you?");
-    assert_eq!(queued.messages.len(), 3);
+    assert_eq!(queued.messages().len(), 3);
     h.engine(EngineEvent::Loaded {
         info: info(GEMMA, "gemma3"),
         notices: vec![],
@@ -279,7 +280,7 @@ fn regenerate_drops_the_last_answer_and_resends_the_history() {
     h.finish(turn, usage(5, 0, 1, StopReason::EndOfTurn));
     let fx = h.send(ctrl('r'));
     let again = generate_of(&fx).expect("regenerate sends a request");
-    assert_eq!(again.messages, vec![Message::user("Hi")]);
+    assert_eq!(again.messages(), vec![Message::user("Hi")]);
     assert_ne!(again.turn_id, turn);
     let all = answers(&h);
     assert_eq!(all.len(), 1);
@@ -306,7 +307,7 @@ fn new_conversation_clears_the_history_and_cancels_any_answer() {
     ));
     assert!(h.state.conversation.entries.is_empty());
     let next = h.ask("Fresh start");
-    assert_eq!(next.messages, vec![Message::user("Fresh start")]);
+    assert_eq!(next.messages(), vec![Message::user("Fresh start")]);
 }
 
 #[test]
@@ -325,7 +326,7 @@ fn alt_enter_adds_a_line_and_enter_sends_all_lines() {
     h.send(alt(KeyCode::Enter));
     h.type_text("two");
     let request = generate_of(&h.send(key(KeyCode::Enter))).unwrap();
-    assert_eq!(request.messages, vec![Message::user("one\ntwo")]);
+    assert_eq!(request.messages(), vec![Message::user("one\ntwo")]);
 }
 
 #[test]
@@ -381,8 +382,8 @@ fn the_system_prompt_can_be_edited_while_chatting() {
     h.send(key(KeyCode::Enter));
     h.send(key(KeyCode::Esc));
     let request = h.ask("Hi");
-    assert_eq!(request.messages[0].role, Role::System);
-    assert_eq!(request.messages[0].content, "You are a pirate.");
+    assert_eq!(request.messages()[0].role, Role::System);
+    assert_eq!(request.messages()[0].content, "You are a pirate.");
 }
 
 #[test]
@@ -440,7 +441,7 @@ fn regenerating_after_a_model_switch_answers_with_the_new_model() {
         notices: vec![],
     });
     let again = generate_of(&h.send(ctrl('r'))).expect("regenerate sends a request");
-    assert_eq!(again.messages, vec![Message::user("Hi")]);
+    assert_eq!(again.messages(), vec![Message::user("Hi")]);
     let all = answers(&h);
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].0, GEMMA);

@@ -15,13 +15,17 @@
 
 use super::prompt::{self, SHAPE_ONLY_CHAT_TOKENS};
 use super::summary::{quarter_rates, DepthFigure, ModelReport, PrefillFigure, RunFigures};
-use crate::engine::generation::{Generator, TurnObserver, TurnOptions, Unobserved};
+use crate::engine::generation::{Generator, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, CacheType, ModelConfig};
+use crate::engine::loader::{self, OpenOptions};
+use crate::engine::model::{self, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
-use crate::engine::sampler::SamplingParams;
-use crate::stats::{self, secs, Usage};
+use crate::protocol::CacheType;
+use crate::protocol::SamplingParams;
+use crate::protocol::TurnObserver;
+use crate::protocol::Usage;
+use crate::stats::{self, secs};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -140,20 +144,17 @@ fn one_run(
 ) -> Result<(RunFigures, usize)> {
     // The previous run's model is gone; its peak must not count against this one.
     stats::reset_peak_rss();
-    let started = Instant::now();
-    let header = GgufHeader::read(&opts.path)?;
     // As the app loads: the tokenizer on its own thread while the weights load.
-    let cache = model::CacheOptions {
-        context: context_size,
-        cache_type: opts.cache_type,
+    let open = OpenOptions {
+        text: !shape_only,
+        ..OpenOptions::new(model::CacheOptions {
+            context: context_size,
+            cache_type: opts.cache_type,
+        })
     };
-    let (text, model) = model::load_beside(&header, cache, || {
-        (!shape_only)
-            .then(|| ModelText::load(&header, None, None))
-            .transpose()
-    });
-    let (text, mut model) = (text?, model?);
-    let load_s = secs(started.elapsed());
+    let loaded = loader::open(&opts.path, &open)?;
+    let load_s = loaded.info.load_s;
+    let (text, mut model) = (loaded.text, loaded.model);
     let mut cache = PrefixCache::default();
     let mut generator = Generator {
         model: model.as_mut(),

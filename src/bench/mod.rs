@@ -23,7 +23,7 @@ mod shape_gemma4;
 pub mod summary;
 
 use crate::catalog::CatalogEntry;
-use crate::engine::model::CacheType;
+use crate::protocol::CacheType;
 use crate::stats::{human_bytes, secs};
 use anyhow::{anyhow, bail, Context, Result};
 use report::Settings;

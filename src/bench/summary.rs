@@ -1,7 +1,7 @@
 //! The bench's figures: what one run measures, what a measuring process reports, and the
 //! record (medians, min–max and every run) that the outputs show.
 
-use crate::engine::model::CacheType;
+use crate::protocol::CacheType;
 use serde::{Deserialize, Serialize};
 
 /// Prefill speed at one prompt length.

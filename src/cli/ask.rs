@@ -4,14 +4,14 @@ use super::{ModelArgs, SamplingArgs};
 use crate::chat::Message;
 use crate::config::Config;
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::CacheType;
 use crate::engine::threads::set_threads;
 use crate::engine::tokenizer::TextTokenizer;
-use crate::engine::{
-    EngineCommand, EngineEvent, EngineHandle, GenerateRequest, LoadRequest, ModelInfo,
-};
+use crate::engine::{EngineCommand, EngineHandle};
 use crate::models::resolve;
-use crate::stats::{self, human_bytes, Usage};
+use crate::protocol::CacheType;
+use crate::protocol::Usage;
+use crate::protocol::{EngineEvent, GenerateRequest, LoadRequest, ModelInfo};
+use crate::stats::{self, human_bytes};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::io::{Read, Write};
@@ -108,13 +108,13 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
             None => bail!("the engine stopped while loading"),
         }
     };
-    engine.send(EngineCommand::Generate(GenerateRequest {
-        turn_id: 1,
+    engine.send(EngineCommand::Generate(GenerateRequest::chat(
+        1,
         messages,
-        raw: args.raw,
+        args.raw,
         sampling,
-        max_tokens: args.sampling.max_tokens(config),
-    }))?;
+        args.sampling.max_tokens(config),
+    )))?;
     let mut out = std::io::stdout().lock();
     let mut wrote = false;
     let usage = loop {

@@ -44,7 +44,7 @@ pub struct BenchArgs {
     pub ctx_size: Option<usize>,
     /// The KV cache's number format: f16, q8_0 or f32 [default: the config's, else f16].
     #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<crate::engine::model::CacheType>,
+    pub cache_type: Option<crate::protocol::CacheType>,
     /// Depths measured far into a context: a prefill of N tokens and the decode speed right
     /// after it (N tokens in), as llama-bench's -p N and -gp N,gen.
     #[arg(long, value_delimiter = ',', value_name = "N,N")]

@@ -27,7 +27,7 @@ pub struct ChatArgs {
     pub ctx_size: Option<usize>,
     /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
     #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<crate::engine::model::CacheType>,
+    pub cache_type: Option<crate::protocol::CacheType>,
     /// Compute threads (default: the physical cores, as `taper ask`).
     #[arg(long)]
     pub threads: Option<usize>,

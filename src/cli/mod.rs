@@ -20,8 +20,8 @@ pub use serve::ServeArgs;
 pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::Config;
-use crate::engine::sampler::SamplingParams;
 use crate::paths;
+use crate::protocol::SamplingParams;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

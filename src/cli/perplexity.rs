@@ -6,14 +6,15 @@ use super::ModelArgs;
 use crate::config::Config;
 use crate::engine::generation::Generator;
 use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, CacheOptions, CacheType, ModelConfig};
+use crate::engine::loader::{self, OpenOptions};
+use crate::engine::model::{CacheOptions, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
-use crate::engine::prompt::ModelText;
 use crate::engine::threads::set_threads;
 use crate::models::resolve;
 use crate::perplexity::kld_file::{BaseReader, BaseShape, BaseWriter};
 use crate::perplexity::report::{self, RunFacts};
 use crate::perplexity::{evaluate, Scoring, Windows, DEFAULT_CTX};
+use crate::protocol::CacheType;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -77,14 +78,14 @@ pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
         .tokenizer
         .clone()
         .or_else(|| user_model.and_then(|m| m.tokenizer));
-    let cache = CacheOptions {
-        context: n_ctx,
-        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+    let open = OpenOptions {
+        tokenizer_json,
+        ..OpenOptions::new(CacheOptions {
+            context: n_ctx,
+            cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        })
     };
-    let (model_text, model) = model::load_beside(&header, cache, || {
-        ModelText::load(&header, tokenizer_json.as_deref(), None)
-    });
-    let (mut model_text, mut model) = (model_text?, model?);
+    let (mut model, mut model_text) = loader::open(&model_path, &open)?.into_text()?;
     model_text.tokenizer.read_specials_as_text();
     let tokens = model_text.raw_ids(&text)?;
     let windows = match &base {

@@ -2,9 +2,10 @@
 
 use super::ModelArgs;
 use crate::config::Config;
-use crate::engine::model::{CacheOptions, CacheType};
+use crate::engine::model::CacheOptions;
 use crate::engine::threads::set_threads;
 use crate::models::resolve;
+use crate::protocol::CacheType;
 use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
 use anyhow::{bail, Result};
 use clap::Args;

@@ -1,15 +1,17 @@
-//! The one generation driver: a prompt through the model in chunks (reusing what the prefix
-//! cache holds), then sampling, stop tokens and detokenizing, token by token. Every client of
-//! the engine runs its turns through it: the worker (the TUI, `taper ask`), `taper bench` and
-//! `taper perplexity`; `taper serve` drives its sampling half ([`Decoding`]) once per slot. So a
-//! fix here is a fix for all of them.
+//! The generation driver: sampling, penalties, stop tokens and detokenizing, token by token
+//! ([`Decoding`]), which every answer goes through (each slot of the engine host drives one),
+//! and a prompt through one model in chunks then decoded ([`Generator`]), which the in-process
+//! measurements use (`taper bench`, `taper perplexity`). So a fix here is a fix for all.
 
 use super::detokenizer::Detokenizer;
 use super::model::LanguageModel;
+use super::penalties;
 use super::prefix_cache::PrefixCache;
-use super::sampler::{Sampler, SamplingParams};
+use super::sampler::Sampler;
 use super::tokenizer::TextTokenizer;
-use crate::stats::{secs, StopReason, Usage};
+use crate::protocol::SamplingParams;
+use crate::protocol::{StopReason, TurnObserver, Usage};
+use crate::stats::secs;
 use anyhow::{bail, Context, Result};
 use std::time::Instant;
 
@@ -28,25 +30,6 @@ pub struct TurnOptions {
     pub max_tokens: usize,
     /// End at the model's end-of-turn tokens; the bench decodes through them.
     pub stop_at_end_of_turn: bool,
-}
-
-/// What a client hears of a turn, and how it stops one. Every method has a default, so each
-/// client implements only what it uses.
-pub trait TurnObserver {
-    /// Asked before every prefill chunk and before every token.
-    fn stop_requested(&mut self) -> bool {
-        false
-    }
-    /// After each prefill chunk: `done` of `total` new prompt tokens computed.
-    fn prompt_progress(&mut self, _done: usize, _total: usize) -> Result<()> {
-        Ok(())
-    }
-    /// Each generated token, as soon as it is sampled (before its text, if any).
-    fn token(&mut self, _id: u32) {}
-    /// Each piece of answer text, as soon as it is whole (UTF-8 complete).
-    fn text(&mut self, _piece: &str) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// What a turn produced.
@@ -197,8 +180,8 @@ pub enum Step {
 }
 
 /// The sampling half of a turn, one token at a time: its sampler, detokenizer, stop tokens
-/// and usage. [`Generator::run`] drives one; a server drives one per slot, so every client
-/// samples, stops and detokenizes the same way.
+/// and usage. [`Generator::run`] drives one; each slot of the engine host drives one, so every
+/// answer samples, stops and detokenizes the same way.
 pub struct Decoding<'t> {
     sampler: Sampler,
     detok: Option<Detokenizer<'t>>,
@@ -250,6 +233,9 @@ impl<'t> Decoding<'t> {
             return Ok(Step::Stop(StopReason::Cancelled));
         }
         ensure_finite(logits)?;
+        let sampling = self.sampler.params();
+        let (frequency, presence) = (sampling.frequency_penalty, sampling.presence_penalty);
+        penalties::apply(logits, &self.outcome.ids, frequency, presence);
         let next = self.sampler.sample(logits, history);
         let now = Instant::now();
         let usage = &mut self.outcome.usage;

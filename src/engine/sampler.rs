@@ -9,49 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
 
-/// How the next token is chosen.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SamplingParams {
-    /// 0 (or less) = greedy.
-    pub temperature: f32,
-    /// 0 = off.
-    pub top_k: usize,
-    /// 1 = off.
-    pub top_p: f32,
-    /// 0 = off.
-    pub min_p: f32,
-    /// 1 = off.
-    pub repeat_penalty: f32,
-    /// How many of the most recent tokens the repeat penalty looks at (0 = off).
-    pub repeat_last_n: usize,
-    /// None = a different sequence every run.
-    pub seed: Option<u64>,
-}
-
-impl Default for SamplingParams {
-    fn default() -> Self {
-        Self {
-            temperature: 0.7,
-            top_k: 40,
-            top_p: 0.95,
-            min_p: 0.05,
-            repeat_penalty: 1.1,
-            repeat_last_n: 64,
-            seed: None,
-        }
-    }
-}
-
-impl SamplingParams {
-    /// Always the most likely token, nothing penalised (benchmarks, references).
-    pub fn greedy() -> Self {
-        Self {
-            temperature: 0.0,
-            repeat_penalty: 1.0,
-            ..Self::default()
-        }
-    }
-}
+pub use crate::protocol::SamplingParams;
 
 /// Chooses tokens according to [`SamplingParams`], with its own random number generator.
 pub struct Sampler {

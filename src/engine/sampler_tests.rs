@@ -9,6 +9,7 @@ fn params(temperature: f32, top_k: usize, top_p: f32, min_p: f32, seed: u64) -> 
         repeat_penalty: 1.0,
         repeat_last_n: 64,
         seed: Some(seed),
+        ..SamplingParams::default()
     }
 }
 

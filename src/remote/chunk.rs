@@ -3,7 +3,7 @@
 //! SGLang, `reasoning` in Ollama and newer vLLM; usage in a last chunk with no choices;
 //! llama-server's own `timings`), and an `error` object can arrive mid-stream.
 
-use crate::stats::ServerFigures;
+use crate::protocol::ServerFigures;
 use serde_json::Value;
 
 /// A chunk's meaning.

@@ -3,7 +3,7 @@
 //! streaming with usage.
 
 use crate::chat::{Message, Role};
-use crate::engine::sampler::SamplingParams;
+use crate::protocol::SamplingParams;
 use serde_json::{json, Map, Value};
 
 const THINK_OPEN: &str = "<think>";

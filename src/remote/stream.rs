@@ -8,9 +8,8 @@ use super::chunk::{self, Chunk};
 use super::http::{agent, failure, redirect_check, request};
 use super::sse::SseParser;
 use super::RemoteTarget;
-use crate::engine::generation::TurnObserver;
-use crate::engine::GenerateRequest;
-use crate::stats::{secs, ServerFigures, StopReason, Usage};
+use crate::protocol::{GenerateRequest, Prompt, ServerFigures, StopReason, TurnObserver, Usage};
+use crate::stats::secs;
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
@@ -55,12 +54,16 @@ pub fn run(
     asked: Instant,
     observer: &mut dyn TurnObserver,
 ) -> Result<Usage> {
-    if request.raw {
-        bail!("--raw sends text without a chat template, which only local models can do");
-    }
+    let messages = match &request.prompt {
+        Prompt::Conversation(messages) => messages,
+        Prompt::Raw(_) => {
+            bail!("--raw sends text without a chat template, which only local models can do")
+        }
+        Prompt::Tokens(_) => bail!("a remote model takes a conversation, not token ids"),
+    };
     let body = super::request::body(
         &target.model,
-        &request.messages,
+        messages,
         &request.sampling,
         request.max_tokens,
     );

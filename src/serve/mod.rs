@@ -3,37 +3,30 @@
 //! - [`auth`]: the bind policy and the API key check.
 //! - [`request`] / [`fields`]: request bodies parsed and checked; [`error`]: OpenAI-style errors.
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
-//! - [`scheduler`] / [`slot`]: the engine thread, its slots and the batched decode loop;
-//!   [`job`]: what passes between the two sides; [`stops`], [`penalties`]: per-request
-//!   sampling extras.
+//! - The engine host (`crate::engine`, with `--parallel` slots) decodes every request in
+//!   batched passes; each request is submitted with an event channel of its own.
 //! - [`http`]: the connection loop (header deadline, connection cap).
 
 pub mod auth;
 pub mod error;
 pub mod fields;
 pub mod http;
-pub mod job;
-pub mod penalties;
 pub mod request;
 pub mod response;
 pub mod routes;
-pub mod scheduler;
-pub mod slot;
-pub mod stops;
 pub mod stream;
 
-use crate::engine::answer_ids::AnswerIds;
-use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, CacheOptions, ModelConfig};
-use crate::engine::prompt::ModelText;
-use crate::engine::sampler::SamplingParams;
-use anyhow::{anyhow, Context, Result};
+use crate::engine::loader::{self, OpenOptions};
+use crate::engine::model::CacheOptions;
+use crate::engine::{EngineHandle, LocalModel};
+use crate::protocol::SamplingParams;
+use anyhow::{Context, Result};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything `taper serve` was asked for, resolved.
@@ -68,61 +61,29 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     response
 }
 
-/// Loads the model once, starts the engine thread, listens, and serves until stopped.
+/// Loads the model once, starts the engine host with its slots, listens, and serves until
+/// stopped.
 pub fn serve(options: ServeOptions) -> Result<()> {
     auth::check_bind(options.host, options.api_key.as_deref())?;
-    let header = GgufHeader::read(&options.model_path)?;
-    ModelConfig::from_header(&header).with_context(|| header.path.display().to_string())?;
-    let (text, model) = model::load_beside(&header, options.cache, || {
-        ModelText::load(
-            &header,
-            options.tokenizer_json.as_deref(),
-            options.chat_template.as_deref(),
-        )
-    });
-    let text = Arc::new(text?);
-    let model = model?;
-    if let Some(notice) = text.template.notice() {
+    let open = OpenOptions {
+        tokenizer_json: options.tokenizer_json.clone(),
+        chat_template: options.chat_template.clone(),
+        ..OpenOptions::new(options.cache)
+    };
+    let loaded = loader::open(&options.model_path, &open)?;
+    for notice in &loaded.notices {
         eprintln!("taper: {notice}");
     }
-    let context = model.context_size();
-    check_slots_fit(model.as_ref(), options.parallel)?;
-    let answers = Arc::new(Mutex::new(AnswerIds::default()));
-    let (jobs, job_queue) = mpsc::sync_channel(options.queue);
-    let status = Arc::new(scheduler::Status::default());
-    let (ready_tx, ready) = mpsc::channel::<Result<()>>();
-    let engine_text = text.clone();
-    let engine_answers = answers.clone();
-    let engine_status = status.clone();
+    let context = loaded.info.context_size;
+    let local = LocalModel::new(loaded)?;
+    let (text, answers) = (local.text.clone(), local.answers.clone());
     let parallel = options.parallel;
-    std::thread::Builder::new()
-        .name("taper-serve-engine".into())
-        .spawn(move || {
-            let made = scheduler::Scheduler::new(
-                model,
-                &engine_text.tokenizer,
-                &engine_answers,
-                parallel,
-                job_queue,
-                engine_status,
-            );
-            match made {
-                Ok(mut scheduler) => {
-                    let _ = ready_tx.send(Ok(()));
-                    scheduler.run();
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                }
-            }
-        })?;
-    ready
-        .recv()
-        .map_err(|_| anyhow!("the engine thread stopped while starting"))??;
+    // Kept until the server stops: dropping it stops the engine.
+    let engine = EngineHandle::serve(local, parallel)?;
 
     let state = Arc::new(routes::AppState {
-        jobs,
-        status,
+        engine: engine.submitter(),
+        queue: options.queue,
         text,
         answers,
         model_name: model_name(&options.model_path),
@@ -151,26 +112,9 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             state.model_name
         );
         http::serve(listener, routes::router(state), options.connections).await;
-        Ok(())
-    })
-}
-
-/// Refuses slots whose KV caches, all full, need more memory than the machine has (the
-/// model's load checked one cache).
-fn check_slots_fit(model: &dyn model::LanguageModel, parallel: usize) -> Result<()> {
-    let one = model::cache_bytes(model.config(), model.context_size(), model.cache_type())?;
-    let needed = one.saturating_mul(parallel as u64);
-    if let Some(available) = crate::stats::available_memory_bytes() {
-        if needed > available {
-            anyhow::bail!(
-                "{parallel} slots of {} tokens need {} of KV cache, more than the {} this \
-                 machine has available: lower --parallel or --ctx-size",
-                model.context_size(),
-                crate::stats::human_bytes(needed),
-                crate::stats::human_bytes(available)
-            );
-        }
-    }
+        Ok::<(), anyhow::Error>(())
+    })?;
+    drop(engine);
     Ok(())
 }
 

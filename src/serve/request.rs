@@ -5,7 +5,7 @@
 use super::error::ApiError;
 use super::fields::{self, Object};
 use crate::chat::{Message, Role};
-use crate::engine::sampler::SamplingParams;
+use crate::protocol::SamplingParams;
 use serde_json::Value;
 
 /// What the server accepts at most in one request.

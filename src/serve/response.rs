@@ -1,10 +1,34 @@
 //! The JSON of answers: whole responses, stream chunks, `usage` and llama-server-style
 //! `timings`, and a thinking model's `<think>` part as `reasoning_content`.
 
-use super::job::Finish;
-use crate::stats::Usage;
-use crate::tui::state::conversation::split_thinking;
+use crate::chat::split_thinking;
+use crate::protocol::{StopReason, Usage};
 use serde_json::{json, Value};
+
+/// Why an answer ended, in OpenAI's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// An end-of-turn token or a stop string.
+    Stop,
+    /// `max_tokens`, or the context is full.
+    Length,
+}
+
+impl Finish {
+    pub fn of(usage: &Usage) -> Self {
+        match usage.stop {
+            Some(StopReason::MaxTokens | StopReason::ContextFull) => Finish::Length,
+            _ => Finish::Stop,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finish::Stop => "stop",
+            Finish::Length => "length",
+        }
+    }
+}
 
 /// What every response of one request shares.
 #[derive(Debug, Clone)]

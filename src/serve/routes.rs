@@ -3,15 +3,13 @@
 //! queued for the engine thread; a full queue is a 503 with `Retry-After`.
 
 use super::error::ApiError;
-use super::job::{Job, JobEvent};
 use super::request::{self, Completion, Limits, Prompt};
-use super::response::{self, Meta};
-use super::scheduler::Status;
+use super::response::{self, Finish, Meta};
 use super::stream;
 use crate::engine::answer_ids::AnswerIds;
-use crate::engine::generation::TurnOptions;
 use crate::engine::prompt::ModelText;
-use crate::engine::sampler::SamplingParams;
+use crate::engine::{Refused, Submitter};
+use crate::protocol::{self, EngineEvent, GenerateRequest, SamplingParams};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -20,15 +18,15 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// Everything a request handler shares.
 pub struct AppState {
-    pub jobs: SyncSender<Job>,
-    pub status: Arc<Status>,
+    pub engine: Submitter,
+    /// Requests waiting for a slot at most; more get a 503.
+    pub queue: usize,
     pub text: Arc<ModelText>,
     pub answers: Arc<Mutex<AnswerIds>>,
     pub model_name: String,
@@ -56,9 +54,9 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn health(State(s): State<Arc<AppState>>) -> Response {
     let body = json!({
         "status": "ok",
-        "slots_idle": s.parallel.saturating_sub(s.status.busy.load(Ordering::SeqCst)),
-        "slots_processing": s.status.busy.load(Ordering::SeqCst),
-        "requests_queued": s.status.queued.load(Ordering::SeqCst),
+        "slots_idle": s.parallel.saturating_sub(s.engine.status().busy.load(Ordering::SeqCst)),
+        "slots_processing": s.engine.status().busy.load(Ordering::SeqCst),
+        "requests_queued": s.engine.status().queued.load(Ordering::SeqCst),
     });
     super::json_response(StatusCode::OK, &body)
 }
@@ -184,7 +182,7 @@ impl AppState {
         request: &Completion,
         chat: bool,
         asked: Instant,
-    ) -> Result<(UnboundedReceiver<JobEvent>, Meta), ApiError> {
+    ) -> Result<(UnboundedReceiver<EngineEvent>, Meta), ApiError> {
         let room = self.context - prompt.len();
         let max_tokens = request
             .max_tokens
@@ -192,31 +190,27 @@ impl AppState {
             .min(room)
             .min(self.limits.max_tokens);
         let (events, receiver) = unbounded_channel();
-        let job = Job {
-            prompt,
-            options: TurnOptions {
-                sampling: request.sampling.clone(),
-                max_tokens,
-                stop_at_end_of_turn: true,
+        let n = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let job = GenerateRequest {
+            turn_id: n,
+            prompt: protocol::Prompt::Tokens(prompt),
+            sampling: SamplingParams {
+                frequency_penalty: request.frequency_penalty,
+                presence_penalty: request.presence_penalty,
+                ..request.sampling.clone()
             },
+            max_tokens,
             stop: request.stop.clone(),
-            frequency_penalty: request.frequency_penalty,
-            presence_penalty: request.presence_penalty,
             remember_answer: chat,
-            asked,
-            events,
         };
-        self.status.queued.fetch_add(1, Ordering::SeqCst);
-        if let Err(e) = self.jobs.try_send(job) {
-            self.status.queued.fetch_sub(1, Ordering::SeqCst);
-            return Err(match e {
-                TrySendError::Full(_) => ApiError::busy(),
-                TrySendError::Disconnected(_) => {
+        self.engine
+            .submit(job, asked, events, self.queue)
+            .map_err(|refused| match refused {
+                Refused::QueueFull => ApiError::busy(),
+                Refused::Stopped => {
                     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped")
                 }
-            });
-        }
-        let n = self.next_id.fetch_add(1, Ordering::SeqCst);
+            })?;
         let meta = Meta {
             id: format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" }),
             model: self.model_name.clone(),
@@ -256,13 +250,14 @@ async fn read_body(s: &AppState, headers: &HeaderMap, body: Body) -> Result<Byte
 async fn collect(
     meta: Meta,
     chat: bool,
-    mut events: UnboundedReceiver<JobEvent>,
+    mut events: UnboundedReceiver<EngineEvent>,
 ) -> Result<Response, ApiError> {
     let mut text = String::new();
     while let Some(event) = events.recv().await {
         match event {
-            JobEvent::Text(piece) => text.push_str(&piece),
-            JobEvent::Done { usage, finish } => {
+            EngineEvent::Token { text: piece, .. } => text.push_str(&piece),
+            EngineEvent::Finished { usage, .. } => {
+                let finish = Finish::of(&usage);
                 let body = if chat {
                     response::chat(&meta, &text, finish, &usage)
                 } else {
@@ -270,9 +265,10 @@ async fn collect(
                 };
                 return Ok(super::json_response(StatusCode::OK, &body));
             }
-            JobEvent::Failed(message) => {
+            EngineEvent::Failed { message, .. } => {
                 return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message))
             }
+            EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
         }
     }
     Err(ApiError::new(

@@ -4,8 +4,8 @@
 //! the closed channel and frees the slot.
 
 use super::error::ApiError;
-use super::job::JobEvent;
-use super::response::{self, Meta, ThinkingSplitter};
+use super::response::{self, Finish, Meta, ThinkingSplitter};
+use crate::protocol::EngineEvent;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +15,7 @@ use std::convert::Infallible;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 struct Streaming {
-    events: UnboundedReceiver<JobEvent>,
+    events: UnboundedReceiver<EngineEvent>,
     meta: Meta,
     chat: bool,
     include_usage: bool,
@@ -29,7 +29,7 @@ pub fn respond(
     meta: Meta,
     chat: bool,
     include_usage: bool,
-    events: UnboundedReceiver<JobEvent>,
+    events: UnboundedReceiver<EngineEvent>,
 ) -> Response {
     let mut state = Streaming {
         events,
@@ -86,10 +86,10 @@ impl Streaming {
     }
 
     /// Turns one engine event into the events to send.
-    fn on(&mut self, event: JobEvent) {
+    fn on(&mut self, event: EngineEvent) {
         let meta = &self.meta;
         match event {
-            JobEvent::Text(piece) if self.chat => {
+            EngineEvent::Token { text: piece, .. } if self.chat => {
                 let (thinking, answer) = self.thinking.push(&piece);
                 if !thinking.is_empty() {
                     let delta = json!({ "reasoning_content": thinking });
@@ -102,11 +102,12 @@ impl Streaming {
                         .push_back(data(&response::chat_chunk(meta, delta, None)));
                 }
             }
-            JobEvent::Text(piece) => {
+            EngineEvent::Token { text: piece, .. } => {
                 self.ready
                     .push_back(data(&response::text_chunk(meta, &piece, None)));
             }
-            JobEvent::Done { usage, finish } => {
+            EngineEvent::Finished { usage, .. } => {
+                let finish = Finish::of(&usage);
                 let mut last = if self.chat {
                     response::chat_chunk(meta, json!({}), Some(finish))
                 } else {
@@ -126,11 +127,12 @@ impl Streaming {
                 self.ready.push_back(Event::default().data("[DONE]"));
                 self.done = true;
             }
-            JobEvent::Failed(message) => {
+            EngineEvent::Failed { message, .. } => {
                 let e = ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message);
                 self.ready.push_back(data(&e.body()));
                 self.done = true;
             }
+            EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
         }
     }
 }

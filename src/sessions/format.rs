@@ -2,8 +2,8 @@
 //! a pure function of the bytes, bounded and panic-free, so a fuzz target can call it.
 
 use crate::chat::Role;
-use crate::engine::sampler::SamplingParams;
-use crate::stats::{StopReason, Usage};
+use crate::protocol::SamplingParams;
+use crate::protocol::{StopReason, Usage};
 use serde::{Deserialize, Serialize};
 
 /// What `"format"` must say: a JSON file that is something else is not taken for a session.
@@ -87,7 +87,7 @@ pub struct SavedUsage {
     /// What a remote server reported about the answer (the figures above were measured by
     /// taper); absent for local models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<crate::stats::ServerFigures>,
+    pub server: Option<crate::protocol::ServerFigures>,
 }
 
 impl SavedSampling {
@@ -113,6 +113,7 @@ impl SavedSampling {
             repeat_penalty: self.repeat_penalty,
             repeat_last_n: self.repeat_last_n,
             seed: self.seed,
+            ..SamplingParams::default()
         }
     }
 }

@@ -4,7 +4,8 @@
 //! a source of randomness). A leaf: it knows the state's types and nothing else of the TUI.
 
 use super::state::ModelEntry;
-use crate::engine::{EngineCommand, EngineEvent};
+use crate::engine::EngineCommand;
+use crate::protocol::EngineEvent;
 use crate::sessions::{Listed, Session};
 use crossterm::event::KeyEvent;
 use std::path::PathBuf;

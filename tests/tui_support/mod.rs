@@ -4,9 +4,10 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use taper::engine::sampler::SamplingParams;
-use taper::engine::{EngineCommand, EngineEvent, GenerateRequest, ModelInfo};
-use taper::stats::{StopReason, Usage};
+use taper::engine::EngineCommand;
+use taper::protocol::SamplingParams;
+use taper::protocol::{EngineEvent, GenerateRequest, ModelInfo};
+use taper::protocol::{StopReason, Usage};
 use taper::tui::state::{ModelEntry, Settings};
 use taper::tui::{update, Effect, Msg, State};
 
@@ -50,7 +51,7 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         file_size: 98_362_432,
         parameters: 134_515_008,
         context_size: 4096,
-        cache_type: taper::engine::model::CacheType::F16,
+        cache_type: taper::protocol::CacheType::F16,
         // SmolLM2's: 30 layers × K and V × 3 KV heads × 64 values × 2 bytes × 4096 positions.
         cache_bytes: 94_371_840,
         context_length: 8192,

@@ -11,9 +11,7 @@ pub mod session;
 pub mod settings;
 pub mod stats;
 
-pub use conversation::{
-    split_thinking, Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, Thinking,
-};
+pub use conversation::{Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel};
 pub use input::InputState;
 pub use model::{Download, Loading, ModelState};
 pub use picker::{ModelEntry, PickerState};
@@ -110,7 +108,7 @@ pub struct State {
     /// The KV-cache size asked of every load.
     pub context_size: usize,
     /// The KV cache's number format models are loaded with.
-    pub cache_type: crate::engine::model::CacheType,
+    pub cache_type: crate::protocol::CacheType,
     /// False once the engine thread has gone; nothing more can be generated.
     pub engine_alive: bool,
     pub quit: bool,

@@ -1,7 +1,7 @@
 //! Which model is loaded, which one is loading, and since when.
 
 use super::picker::ModelEntry;
-use crate::engine::ModelInfo;
+use crate::protocol::ModelInfo;
 use std::time::Instant;
 
 /// A load that was sent to the engine and has not answered yet.

@@ -1,7 +1,7 @@
 //! The settings the user can change while chatting: the system prompt and the sampling
 //! parameters, and the small form that edits them one field at a time.
 
-use crate::engine::sampler::SamplingParams;
+use crate::protocol::SamplingParams;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

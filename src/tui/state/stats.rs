@@ -2,7 +2,8 @@
 //! arrive; when it finishes, the engine's own [`Usage`] (the one definition of the rates, as
 //! `taper ask --stats` prints them) replaces the estimates.
 
-use crate::stats::{rate, secs, Usage};
+use crate::protocol::Usage;
+use crate::stats::{rate, secs};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -5,11 +5,9 @@
 use super::markdown;
 use super::theme;
 use super::wrap::{self, Wrapper};
-use crate::chat::Role;
+use crate::chat::{split_thinking, Role};
 use crate::stats::human_bytes;
-use crate::tui::state::{
-    split_thinking, Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State,
-};
+use crate::tui::state::{Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};

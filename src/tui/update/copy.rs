@@ -2,10 +2,10 @@
 //! each press the one before). The text goes out as an OSC 52 escape (see
 //! `terminal::copy_to_clipboard`), which terminals honour over SSH too.
 
-use crate::chat::Role;
+use crate::chat::{split_thinking, Role};
 use crate::tui::keymap::CopyWhat;
 use crate::tui::msg::Effect;
-use crate::tui::state::{split_thinking, EntryBody, State};
+use crate::tui::state::{EntryBody, State};
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 
 /// A code block of an answer: its language (if the fence names one) and its text.

@@ -2,9 +2,10 @@
 //! clipboard failures and the turn's phase, each checked without a terminal or a file.
 
 use super::update;
-use crate::engine::{EngineCommand, EngineEvent, ModelInfo};
+use crate::engine::EngineCommand;
 use crate::hub::HubFile;
-use crate::stats::{StopReason, Usage};
+use crate::protocol::{EngineEvent, ModelInfo};
+use crate::protocol::{StopReason, Usage};
 use crate::tui::msg::{Effect, Msg, SessionEffect, SessionMsg};
 use crate::tui::state::{ModelEntry, Overlay, Phase, Settings, State};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -42,7 +43,7 @@ impl Test {
                 file_size: 1,
                 parameters: 1,
                 context_size: 512,
-                cache_type: crate::engine::model::CacheType::F16,
+                cache_type: crate::protocol::CacheType::F16,
                 cache_bytes: 1 << 20,
                 context_length: 512,
                 load_s: 0.1,

@@ -2,7 +2,8 @@
 //! model (which stops any turn first). Each starts or ends `State::phase`.
 
 use super::sessions;
-use crate::engine::{EngineCommand, GenerateRequest, LoadRequest};
+use crate::engine::EngineCommand;
+use crate::protocol::{GenerateRequest, LoadRequest};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State};
 
@@ -38,13 +39,15 @@ fn generate(state: &mut State, fx: &mut Vec<Effect>) {
     state.phase = Phase::Answering { turn_id };
     state.stats.start_turn(state.now);
     state.scroll.follow = true;
-    fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
-        turn_id,
-        messages,
-        raw: false,
-        sampling: state.settings.sampling.clone(),
-        max_tokens: state.settings.max_tokens,
-    })));
+    fx.push(Effect::Send(EngineCommand::Generate(
+        GenerateRequest::chat(
+            turn_id,
+            messages,
+            false,
+            state.settings.sampling.clone(),
+            state.settings.max_tokens,
+        ),
+    )));
 }
 
 pub(super) fn stop(state: &mut State, fx: &mut Vec<Effect>) {

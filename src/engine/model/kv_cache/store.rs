@@ -12,27 +12,13 @@ use super::zeroed::Zeroed;
 use crate::engine::model::attention::{KEY_STRIDE, TILE};
 use crate::engine::model::attention_numbers::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
-use std::fmt;
-use std::str::FromStr;
 
 /// Values a q8_0 block holds.
 pub const Q8_BLOCK: usize = 32;
 
-/// The number format of the KV cache (`--cache-type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CacheType {
-    F32,
-    /// Half the memory of f32, exact to about 3 decimal digits; llama.cpp's default too.
-    #[default]
-    F16,
-    /// A little over a quarter of f32's memory (8.5 bits a value).
-    Q8_0,
-}
+pub use crate::protocol::CacheType;
 
 impl CacheType {
-    pub const NAMES: &'static str = "f16, q8_0 or f32";
-
     /// Bytes a row of `head_dim` values takes.
     pub fn row_bytes(self, head_dim: usize) -> usize {
         match self {
@@ -51,28 +37,6 @@ impl CacheType {
             );
         }
         Ok(())
-    }
-}
-
-impl fmt::Display for CacheType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CacheType::F32 => "f32",
-            CacheType::F16 => "f16",
-            CacheType::Q8_0 => "q8_0",
-        })
-    }
-}
-
-impl FromStr for CacheType {
-    type Err = anyhow::Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "f32" => CacheType::F32,
-            "f16" => CacheType::F16,
-            "q8_0" | "q8" => CacheType::Q8_0,
-            other => bail!("unknown cache type {other:?}: use {}", Self::NAMES),
-        })
     }
 }
 

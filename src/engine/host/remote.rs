@@ -2,16 +2,15 @@
 //! its context size; a turn streams from it (`crate::remote::stream`) and reports the same
 //! events as a local model, so clients do not care where tokens come from.
 
-use super::generation::TurnObserver;
-use super::{GenerateRequest, ModelInfo};
+use crate::protocol::{GenerateRequest, ModelInfo, TurnObserver, Usage};
 use crate::remote::{list, stream, RemoteTarget};
-use crate::stats::{secs, Usage};
+use crate::stats::secs;
 use anyhow::{anyhow, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 
 /// A remote model the worker answers with.
-pub(super) struct Connected {
+pub struct Connected {
     target: RemoteTarget,
     /// The context a request can use, 0 when the server did not say.
     context_size: usize,

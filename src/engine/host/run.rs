@@ -1,0 +1,251 @@
+//! The host thread's loop: one backend at a time (nothing, a local model with its slots, or a
+//! remote model), commands taken in order, every failure (panics included) turned into a
+//! `Failed` event: the host never panics across the boundary.
+
+use super::job::Job;
+use super::scheduler::Scheduler;
+use super::{remote, HostCommand, Status};
+use crate::engine::answer_ids::AnswerIds;
+use crate::engine::loader::{self, Loaded, OpenOptions};
+use crate::engine::model::LanguageModel;
+use crate::engine::prompt::ModelText;
+use crate::protocol::{EngineEvent, LoadRequest, StopReason, TurnObserver, Usage};
+use anyhow::Result;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// A local model as the host runs it: its weights, its tokenizer and template, and the ids of
+/// its recent answers (shared with a server's HTTP threads, which tokenize prompts).
+pub struct LocalModel {
+    pub model: Box<dyn LanguageModel>,
+    pub text: Arc<ModelText>,
+    pub answers: Arc<Mutex<AnswerIds>>,
+}
+
+impl LocalModel {
+    pub fn new(loaded: Loaded) -> Result<Self> {
+        let (model, text) = loaded.into_text()?;
+        Ok(Self {
+            model,
+            text: Arc::new(text),
+            answers: Arc::new(Mutex::new(AnswerIds::default())),
+        })
+    }
+}
+
+enum Backend {
+    Empty,
+    Local(LocalModel),
+    Remote(remote::Connected),
+}
+
+pub(super) struct Host {
+    /// The owning client's events (loads, and its own turns).
+    control: UnboundedSender<EngineEvent>,
+    status: Arc<Status>,
+    slots: usize,
+    /// Told once whether the host started well (a server's slots may not fit).
+    ready: Option<Sender<Result<()>>>,
+}
+
+impl Host {
+    pub fn new(
+        control: UnboundedSender<EngineEvent>,
+        status: Arc<Status>,
+        slots: usize,
+        ready: Sender<Result<()>>,
+    ) -> Self {
+        Self {
+            control,
+            status,
+            slots,
+            ready: Some(ready),
+        }
+    }
+
+    pub fn run(mut self, start: Option<LocalModel>, commands: Receiver<HostCommand>) {
+        let mut backend = start.map_or(Backend::Empty, Backend::Local);
+        loop {
+            let command = match std::mem::replace(&mut backend, Backend::Empty) {
+                Backend::Local(local) => self.run_local(local, &commands),
+                other => {
+                    backend = other;
+                    self.started(Ok(()));
+                    commands.recv().ok()
+                }
+            };
+            match command {
+                None | Some(HostCommand::Shutdown) => return,
+                Some(HostCommand::Unload) => backend = Backend::Empty,
+                Some(HostCommand::Load(request)) => {
+                    // The old model goes before the new one is read, so two never share
+                    // memory (a local one is gone already: `run_local` returned).
+                    release(&mut backend);
+                    backend = self.guarded(|host| host.load(&request));
+                }
+                Some(HostCommand::Connect(target)) => {
+                    release(&mut backend);
+                    backend = self.guarded(|host| host.connect(target));
+                }
+                Some(HostCommand::Submit(job)) => self.answer_without_slots(&backend, job),
+            }
+        }
+    }
+
+    /// A local model's time: its slots serve requests until another command comes.
+    fn run_local(
+        &mut self,
+        local: LocalModel,
+        commands: &Receiver<HostCommand>,
+    ) -> Option<HostCommand> {
+        let status = self.status.clone();
+        let made = Scheduler::new(
+            local.model,
+            &local.text,
+            &local.answers,
+            self.slots,
+            &status,
+        );
+        let mut scheduler = match made {
+            Ok(s) => s,
+            Err(e) => {
+                self.started(Err(e));
+                return commands.recv().ok();
+            }
+        };
+        self.started(Ok(()));
+        let next = scheduler.run(commands);
+        scheduler.close(match next {
+            Some(HostCommand::Load(_) | HostCommand::Connect(_)) => "the model was replaced",
+            Some(HostCommand::Unload) => "the model was unloaded",
+            _ => "the engine is shutting down",
+        });
+        next
+    }
+
+    /// Runs a load or connect; a failure, panics included, is a `Failed` event and leaves no
+    /// model.
+    fn guarded(&mut self, act: impl FnOnce(&mut Self) -> Result<Backend>) -> Backend {
+        let failure = match catch_unwind(AssertUnwindSafe(|| act(self))) {
+            Ok(Ok(backend)) => return backend,
+            Ok(Err(e)) => format!("{e:#}"),
+            Err(panic) => format!("internal error: {}", super::panic_message(&*panic)),
+        };
+        let _ = self.control.send(EngineEvent::Failed {
+            turn_id: None,
+            message: failure,
+        });
+        Backend::Empty
+    }
+
+    fn load(&mut self, request: &LoadRequest) -> Result<Backend> {
+        let loaded = loader::open(&request.model_path, &OpenOptions::from(request))?;
+        let (info, notices) = (loaded.info.clone(), loaded.notices.clone());
+        let local = LocalModel::new(loaded)?;
+        let _ = self.control.send(EngineEvent::Loaded { info, notices });
+        Ok(Backend::Local(local))
+    }
+
+    fn connect(&mut self, target: crate::remote::RemoteTarget) -> Result<Backend> {
+        let (connected, info) = remote::connect(target)?;
+        let _ = self.control.send(EngineEvent::Loaded {
+            info,
+            notices: Vec::new(),
+        });
+        Ok(Backend::Remote(connected))
+    }
+
+    /// A request when no local model runs: a remote model answers it here, one at a time;
+    /// with nothing loaded it fails.
+    fn answer_without_slots(&mut self, backend: &Backend, job: Job) {
+        self.status.queued.fetch_sub(1, Ordering::SeqCst);
+        let Backend::Remote(connected) = backend else {
+            job.fail("no model is loaded");
+            return;
+        };
+        if job.abandoned() {
+            finish_unstarted(&job);
+            return;
+        }
+        self.status.busy.fetch_add(1, Ordering::SeqCst);
+        let turn_id = job.turn_id();
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            remote::generate(
+                connected,
+                &job.request,
+                job.asked,
+                &mut RemoteTurn { job: &job },
+            )
+        }));
+        self.status.busy.fetch_sub(1, Ordering::SeqCst);
+        match outcome {
+            Ok(Ok(usage)) => job.emit(EngineEvent::Finished { turn_id, usage }),
+            Ok(Err(e)) => job.fail(format!("{e:#}")),
+            Err(panic) => job.fail(format!("internal error: {}", super::panic_message(&*panic))),
+        }
+    }
+
+    /// Says once whether the host started; a later failure to start a model's slots is an
+    /// event.
+    fn started(&mut self, result: Result<()>) {
+        match (self.ready.take(), result) {
+            (Some(ready), result) => {
+                let _ = ready.send(result);
+            }
+            (None, Err(e)) => {
+                let _ = self.control.send(EngineEvent::Failed {
+                    turn_id: None,
+                    message: format!("{e:#}"),
+                });
+            }
+            (None, Ok(())) => {}
+        }
+    }
+}
+
+fn release(backend: &mut Backend) {
+    *backend = Backend::Empty;
+}
+
+/// A remote turn's progress and text as the job's events; the job's cancel as the stop.
+struct RemoteTurn<'a> {
+    job: &'a Job,
+}
+
+impl TurnObserver for RemoteTurn<'_> {
+    fn stop_requested(&mut self) -> bool {
+        self.job.abandoned()
+    }
+
+    fn prompt_progress(&mut self, done: usize, total: usize) -> Result<()> {
+        self.job.emit(EngineEvent::PromptProgress {
+            turn_id: self.job.turn_id(),
+            done,
+            total,
+        });
+        Ok(())
+    }
+
+    fn text(&mut self, piece: &str) -> Result<()> {
+        self.job.emit(EngineEvent::Token {
+            turn_id: self.job.turn_id(),
+            text: piece.to_string(),
+        });
+        Ok(())
+    }
+}
+
+/// A cancelled request that never ran still ends with `Finished`, as a cancelled turn does.
+pub(super) fn finish_unstarted(job: &Job) {
+    let usage = Usage {
+        stop: Some(StopReason::Cancelled),
+        ..Usage::default()
+    };
+    job.emit(EngineEvent::Finished {
+        turn_id: job.turn_id(),
+        usage,
+    });
+}

@@ -1,0 +1,189 @@
+//! One slot of the engine host: a KV cache of its own, the record of the tokens it holds (kept
+//! after a request, so the next turn of that conversation reuses it), the window of the
+//! conversation it last held, and the request it is answering, if any.
+
+use super::job::Job;
+use super::stops::StopMatcher;
+use crate::engine::answer_ids::AnswerIds;
+use crate::engine::context_fit::Window;
+use crate::engine::generation::Decoding;
+use crate::engine::model::KvCache;
+use crate::engine::prefix_cache::PrefixCache;
+use crate::engine::tokenizer::TextTokenizer;
+use crate::protocol::{EngineEvent, StopReason, TurnObserver, Usage};
+use crate::stats::secs;
+use anyhow::Result;
+use std::sync::Mutex;
+use std::time::Instant;
+
+pub struct Slot<'t> {
+    pub cache: KvCache,
+    pub prefix: PrefixCache,
+    /// Which old messages the last conversation prompt left out; its next turn leaves out
+    /// the same, so it keeps the cached start.
+    pub window: Window,
+    pub active: Option<Active<'t>>,
+    /// When the slot last took a request (a counter): among equals, the least recently used
+    /// slot is given away first.
+    pub last_used: u64,
+}
+
+/// A request being answered.
+pub struct Active<'t> {
+    pub job: Job,
+    /// Prompt tokens not yet computed.
+    pub pending: Vec<u32>,
+    /// Prompt tokens computed so far, of `pending`'s length at the start.
+    pub read: usize,
+    pub to_read: usize,
+    /// The token sampled last, to feed in the next pass.
+    pub next: Option<u32>,
+    /// Present once the prompt is computed.
+    pub decoding: Option<Decoding<'t>>,
+    pub usage: Usage,
+    pub prefill_started: Instant,
+    pub stops: StopMatcher,
+}
+
+impl<'t> Slot<'t> {
+    pub fn new(cache: KvCache) -> Self {
+        Self {
+            cache,
+            prefix: PrefixCache::default(),
+            window: Window::default(),
+            active: None,
+            last_used: 0,
+        }
+    }
+
+    /// Takes `job` with its prompt's ids: keeps the cached prefix they share and queues the
+    /// rest. `usage` holds what the prompt's making knew (messages left out).
+    pub fn start(&mut self, job: Job, prompt: &[u32], mut usage: Usage, clock: u64) {
+        let reused = self.prefix.reusable_prefix(prompt);
+        self.cache.truncate(reused);
+        self.prefix.truncate(reused);
+        usage.prompt_tokens = prompt.len();
+        usage.cached_tokens = reused;
+        usage.context_size = self.cache.capacity();
+        self.last_used = clock;
+        let pending = prompt[reused..].to_vec();
+        self.active = Some(Active {
+            read: 0,
+            to_read: pending.len(),
+            pending,
+            next: None,
+            decoding: None,
+            usage,
+            prefill_started: Instant::now(),
+            stops: StopMatcher::new(job.request.stop.clone()),
+            job,
+        });
+    }
+
+    /// Forgets everything it holds (after a failure its cache is in an unknown state).
+    pub fn reset(&mut self) {
+        self.active = None;
+        self.cache.truncate(0);
+        self.prefix.clear();
+        self.window = Window::default();
+    }
+}
+
+impl<'t> Active<'t> {
+    /// `n` more prompt tokens were computed: the client hears how far the prompt is.
+    pub fn read_more(&mut self, n: usize) {
+        self.read += n;
+        self.job.emit(EngineEvent::PromptProgress {
+            turn_id: self.job.turn_id(),
+            done: self.read,
+            total: self.to_read,
+        });
+    }
+
+    /// The prompt is computed: sampling begins.
+    pub fn begin_decoding(&mut self, tokenizer: &'t TextTokenizer) {
+        self.usage.prefill_s = secs(self.prefill_started.elapsed());
+        let usage = std::mem::take(&mut self.usage);
+        let options = crate::engine::generation::TurnOptions {
+            sampling: self.job.request.sampling.clone(),
+            max_tokens: self.job.request.max_tokens,
+            stop_at_end_of_turn: true,
+        };
+        self.decoding = Some(Decoding::new(
+            Some(tokenizer),
+            &options,
+            self.job.asked,
+            usage,
+        ));
+    }
+
+    /// Ends the answer: held-back text out, the ids remembered, the usage sent.
+    pub fn finish(mut self, stop: StopReason, answers: &Mutex<AnswerIds>) -> Result<()> {
+        let turn_id = self.job.turn_id();
+        let Some(decoding) = self.decoding.take() else {
+            // Stopped while its prompt was read: nothing was generated.
+            self.usage.prefill_s = secs(self.prefill_started.elapsed());
+            self.usage.stop = Some(stop);
+            let usage = std::mem::take(&mut self.usage);
+            self.job.emit(EngineEvent::Finished { turn_id, usage });
+            return Ok(());
+        };
+        let mut observer = SlotObserver {
+            job: &self.job,
+            stops: &mut self.stops,
+        };
+        let mut outcome = decoding.finish(stop, &mut observer)?;
+        let tail = self.stops.finish();
+        if !tail.is_empty() {
+            self.job.emit(EngineEvent::Token {
+                turn_id,
+                text: tail,
+            });
+        }
+        // An answer cut at a stop string is not what its ids spell: not worth remembering.
+        if self.job.request.remember_answer && !self.stops.hit() {
+            if let Ok(mut answers) = answers.lock() {
+                answers.record(&outcome.text, &outcome.ids);
+            }
+        }
+        // A stop string that completes on the last allowed token still ended the answer.
+        if self.stops.hit() {
+            outcome.usage.stop = Some(StopReason::StopSequence);
+        }
+        self.job.emit(EngineEvent::Finished {
+            turn_id,
+            usage: outcome.usage,
+        });
+        Ok(())
+    }
+}
+
+/// Hears one request's text: stop strings applied, pieces sent to the client. A cancel, a
+/// gone client or a stop string stops the request at its next token.
+pub struct SlotObserver<'a> {
+    job: &'a Job,
+    stops: &'a mut StopMatcher,
+}
+
+impl<'a> SlotObserver<'a> {
+    pub fn new(job: &'a Job, stops: &'a mut StopMatcher) -> Self {
+        Self { job, stops }
+    }
+}
+
+impl TurnObserver for SlotObserver<'_> {
+    fn stop_requested(&mut self) -> bool {
+        self.stops.hit() || self.job.abandoned()
+    }
+
+    fn text(&mut self, piece: &str) -> Result<()> {
+        let text = self.stops.push(piece);
+        if !text.is_empty() {
+            self.job.emit(EngineEvent::Token {
+                turn_id: self.job.turn_id(),
+                text,
+            });
+        }
+        Ok(())
+    }
+}

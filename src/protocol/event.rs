@@ -1,0 +1,80 @@
+//! What the engine tells its clients: [`EngineEvent`]s (a model loaded, a prompt's progress,
+//! answer text, the end of a turn, a failure), the [`ModelInfo`] of a loaded model, and the
+//! [`TurnObserver`] through which a turn's driver (local or remote) reports as it goes.
+
+use super::sampling::CacheType;
+use super::usage::Usage;
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// What a client learns about a loaded model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    pub path: PathBuf,
+    pub name: String,
+    pub architecture: String,
+    pub quantization: String,
+    pub file_size: u64,
+    pub parameters: u64,
+    /// The session's KV-cache size.
+    pub context_size: usize,
+    /// The KV cache's number format.
+    pub cache_type: CacheType,
+    /// Bytes the KV cache takes at a full context.
+    pub cache_bytes: u64,
+    /// What the model was trained for.
+    pub context_length: usize,
+    pub load_s: f64,
+    pub threads: usize,
+    /// The kernel path computing it (`avx512-vnni`, `avx2`, `scalar`, ...).
+    pub kernels: &'static str,
+    /// The server's base URL, for a remote model (`path` and `name` are then `NAME/MODEL`,
+    /// and a `context_size` of 0 means the server did not say).
+    pub remote: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineEvent {
+    Loaded {
+        info: ModelInfo,
+        /// Things the user should know (e.g. a built-in chat template is in use).
+        notices: Vec<String>,
+    },
+    PromptProgress {
+        turn_id: u64,
+        done: usize,
+        total: usize,
+    },
+    Token {
+        turn_id: u64,
+        text: String,
+    },
+    Finished {
+        turn_id: u64,
+        usage: Usage,
+    },
+    /// A load (turn_id None) or a generation failed; the engine keeps running.
+    Failed {
+        turn_id: Option<u64>,
+        message: String,
+    },
+}
+
+/// What a turn's driver tells as it goes, and how it is stopped. Every method has a default,
+/// so each listener implements only what it uses.
+pub trait TurnObserver {
+    /// Asked before every prefill chunk and before every token.
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
+    /// After each prefill chunk: `done` of `total` new prompt tokens computed.
+    fn prompt_progress(&mut self, _done: usize, _total: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Each generated token, as soon as it is sampled (before its text, if any).
+    fn token(&mut self, _id: u32) {}
+    /// Each piece of answer text, as soon as it is whole (UTF-8 complete).
+    fn text(&mut self, _piece: &str) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,95 @@
+//! What a client asks of the engine: load a model ([`LoadRequest`]) and answer a prompt
+//! ([`GenerateRequest`]). The chat, `taper ask` and `taper serve` all ask with these.
+
+use super::sampling::{CacheType, SamplingParams};
+use crate::chat::Message;
+use std::path::PathBuf;
+
+/// Load a model, replacing (and first releasing) any loaded one.
+#[derive(Debug, Clone)]
+pub struct LoadRequest {
+    pub model_path: PathBuf,
+    /// A tokenizer.json to use instead of the vocabulary in the GGUF.
+    pub tokenizer_json: Option<PathBuf>,
+    /// Requested KV-cache size; capped at the model's training context.
+    pub context_size: usize,
+    /// The KV cache's number format.
+    pub cache_type: CacheType,
+    /// A chat template to use instead of the file's.
+    pub chat_template: Option<String>,
+}
+
+/// What the model reads before it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// A conversation, rendered with the model's chat template by the engine; when it does
+    /// not fit the context, its oldest turns are left out (the chat, `taper ask`).
+    Conversation(Vec<Message>),
+    /// The last message's text as is, without a chat template (base models, `--raw`).
+    Raw(Vec<Message>),
+    /// Ids already templated and tokenized by the client, known to fit (`taper serve`, whose
+    /// HTTP threads tokenize while the engine decodes).
+    Tokens(Vec<u32>),
+}
+
+impl Prompt {
+    /// The conversation, for a backend that takes messages (a remote server); None for ids.
+    pub fn messages(&self) -> Option<&[Message]> {
+        match self {
+            Prompt::Conversation(m) | Prompt::Raw(m) => Some(m),
+            Prompt::Tokens(_) => None,
+        }
+    }
+}
+
+/// Answer a prompt.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    /// Events of this generation carry it; a client ignores events of stale turns, and
+    /// cancels a turn by it.
+    pub turn_id: u64,
+    pub prompt: Prompt,
+    pub sampling: SamplingParams,
+    /// Most tokens to generate (the end-of-turn token not counted).
+    pub max_tokens: usize,
+    /// The answer ends before the first of these strings (OpenAI's `stop`).
+    pub stop: Vec<String>,
+    /// Remember the answer's ids, so that the next turn of its conversation, quoting it back,
+    /// reuses the cache (chats; not raw completions).
+    pub remember_answer: bool,
+}
+
+impl GenerateRequest {
+    /// A chat turn: `messages` templated (or the last one's text, when `raw`), no stop
+    /// strings, the answer remembered.
+    pub fn chat(
+        turn_id: u64,
+        messages: Vec<Message>,
+        raw: bool,
+        sampling: SamplingParams,
+        max_tokens: usize,
+    ) -> Self {
+        Self {
+            turn_id,
+            prompt: if raw {
+                Prompt::Raw(messages)
+            } else {
+                Prompt::Conversation(messages)
+            },
+            sampling,
+            max_tokens,
+            stop: Vec::new(),
+            remember_answer: true,
+        }
+    }
+
+    /// The conversation asked about (empty for a prompt of ids).
+    pub fn messages(&self) -> &[Message] {
+        self.prompt.messages().unwrap_or_default()
+    }
+
+    /// The last message's text goes to the model untemplated.
+    pub fn is_raw(&self) -> bool {
+        matches!(self.prompt, Prompt::Raw(_))
+    }
+}
