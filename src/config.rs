@@ -1,11 +1,12 @@
 //! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
 //! (command-line flags override the file, the file overrides the defaults).
 
-use crate::protocol::CacheType;
-use crate::protocol::SamplingParams;
+use crate::protocol::{CacheType, SamplingParams};
+use crate::remote::{normalize_url, Remote, RemoteKind, RemoteTarget, Secret, DEFAULT_STALL};
 use anyhow::{anyhow, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Everything `config.toml` can say. Every key is optional; unknown keys are errors (typos
 /// should not be silently ignored).
@@ -45,11 +46,11 @@ pub struct RemoteConfig {
     /// The environment variable holding the API key.
     pub api_key_env: Option<String>,
     /// The key itself; only in a file no one else can read (taper warns otherwise).
-    pub api_key: Option<crate::remote::Secret>,
+    pub api_key: Option<Secret>,
     /// Offer only these models.
     pub models: Option<Vec<String>>,
     /// `openai` or `ollama`, when detection is not enough.
-    pub kind: Option<crate::remote::RemoteKind>,
+    pub kind: Option<RemoteKind>,
     /// Seconds without a byte before a stream counts as stalled [default: 60].
     pub stall_timeout_s: Option<u64>,
 }
@@ -65,6 +66,29 @@ impl RemoteConfig {
             models: None,
             kind: None,
             stall_timeout_s: None,
+        }
+    }
+
+    /// The server this entry names; the key is read from its environment variable now (an
+    /// unset variable is no key: the server's 401, if any, then names the variable).
+    pub fn resolve(&self) -> Remote {
+        let env_key = self
+            .api_key_env
+            .as_deref()
+            .and_then(|var| std::env::var(var).ok())
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| Secret::new(k.trim()));
+        Remote {
+            name: self.name.clone(),
+            base_url: normalize_url(&self.url),
+            key_env: self.api_key_env.clone(),
+            key: env_key.or_else(|| self.api_key.clone()),
+            kind: self.kind,
+            allow: self.models.clone(),
+            stall: self
+                .stall_timeout_s
+                .map(Duration::from_secs)
+                .unwrap_or(DEFAULT_STALL),
         }
     }
 }
@@ -100,6 +124,22 @@ pub const DEFAULT_CONTEXT_SIZE: usize = 4096;
 pub const DEFAULT_MAX_TOKENS: usize = 1024;
 
 impl Config {
+    /// Every remote the config names, resolved.
+    pub fn remotes(&self) -> Vec<Remote> {
+        self.remotes.iter().map(RemoteConfig::resolve).collect()
+    }
+
+    /// `NAME/MODEL` when NAME is one of the config's remotes (the model part may hold more
+    /// slashes: vLLM serves models by their hub name, `Qwen/Qwen3-8B`).
+    pub fn find_target(&self, name: &str) -> Option<RemoteTarget> {
+        let (remote, model) = name.split_once('/')?;
+        let c = self.remotes.iter().find(|r| r.name == remote)?;
+        (!model.is_empty()).then(|| RemoteTarget {
+            remote: c.resolve(),
+            model: model.to_string(),
+        })
+    }
+
     /// Parses config text; errors name the file, the line and the key, and what was expected.
     pub fn parse(text: &str, origin: &Path) -> Result<Self> {
         let config: Config = toml::from_str(text)
@@ -270,7 +310,7 @@ mod tests {
         assert_eq!(c.remotes.len(), 2);
         let gpu = &c.remotes[0];
         assert!(gpu.api_key_env.is_some() && gpu.models.is_some() && gpu.stall_timeout_s.is_some());
-        assert_eq!(c.remotes[1].kind, Some(crate::remote::RemoteKind::Ollama));
+        assert_eq!(c.remotes[1].kind, Some(RemoteKind::Ollama));
     }
 
     #[test]
@@ -365,5 +405,21 @@ mod tests {
         let c = Config::load(Path::new("/nonexistent/config.toml"), false).unwrap();
         assert_eq!(c, Config::default());
         assert!(Config::load(Path::new("/nonexistent/config.toml"), true).is_err());
+    }
+
+    #[test]
+    fn remote_model_names_split_at_the_first_slash() {
+        let config = Config {
+            remotes: vec![RemoteConfig::quick("gpu", "http://h:8000/v1")],
+            ..Config::default()
+        };
+        let t = config.find_target("gpu/Qwen/Qwen3-8B").unwrap();
+        assert_eq!(
+            (t.remote.name.as_str(), t.model.as_str()),
+            ("gpu", "Qwen/Qwen3-8B")
+        );
+        assert!(config.find_target("gpu/").is_none());
+        assert!(config.find_target("other/m").is_none());
+        assert!(config.find_target("SmolLM2").is_none());
     }
 }

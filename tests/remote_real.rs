@@ -18,7 +18,7 @@ use taper::engine::{EngineCommand, EngineHandle};
 use taper::protocol::SamplingParams;
 use taper::protocol::{EngineEvent, GenerateRequest, LoadRequest};
 use taper::protocol::{StopReason, Usage};
-use taper::remote::{Remote, RemoteTarget};
+use taper::remote::RemoteTarget;
 
 /// One server at a time: the machine may have two cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -51,7 +51,7 @@ fn greedy() -> SamplingParams {
 
 fn target(server: &LlamaServer) -> RemoteTarget {
     RemoteTarget {
-        remote: Remote::from_config(&RemoteConfig::quick("ls", &server.url())),
+        remote: RemoteConfig::quick("ls", &server.url()).resolve(),
         model: ALIAS.into(),
     }
 }

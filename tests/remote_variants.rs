@@ -13,7 +13,7 @@ use taper::config::RemoteConfig;
 use taper::engine::{EngineCommand, EngineHandle};
 use taper::protocol::StopReason;
 use taper::protocol::{EngineEvent, GenerateRequest};
-use taper::remote::{Remote, RemoteTarget};
+use taper::remote::RemoteTarget;
 
 fn taper(args: &[&str]) -> (bool, String, String) {
     let home = tempfile::tempdir().unwrap();
@@ -81,7 +81,7 @@ fn vllm_gives_its_context_and_reasoning_content() {
     );
     let mut engine = EngineHandle::spawn().unwrap();
     let target = RemoteTarget {
-        remote: Remote::from_config(&RemoteConfig::quick("v", &s.url())),
+        remote: RemoteConfig::quick("v", &s.url()).resolve(),
         model: "Qwen/Qwen3-8B".into(),
     };
     engine.send(EngineCommand::Connect(target)).unwrap();
@@ -154,7 +154,7 @@ fn a_stop_closes_the_connection_of_an_endless_stream() {
     });
     let mut engine = EngineHandle::spawn().unwrap();
     let target = RemoteTarget {
-        remote: Remote::from_config(&RemoteConfig::quick("e", &s.url())),
+        remote: RemoteConfig::quick("e", &s.url()).resolve(),
         model: "m".into(),
     };
     engine.send(EngineCommand::Connect(target)).unwrap();

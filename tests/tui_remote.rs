@@ -14,7 +14,7 @@ use taper::config::RemoteConfig;
 use taper::engine::EngineCommand;
 use taper::protocol::{EngineEvent, ModelInfo};
 use taper::protocol::{ServerFigures, StopReason};
-use taper::remote::{Remote, RemoteTarget, Secret};
+use taper::remote::{RemoteTarget, Secret};
 use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
 use tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
@@ -23,7 +23,7 @@ use tui_support::{usage, Harness, SMOL};
 const KEY: &str = "sk-never-saved";
 
 fn remote_entry() -> taper::tui::state::ModelEntry {
-    let mut remote = Remote::from_config(&RemoteConfig::quick("gpu", "http://127.0.0.1:9/v1"));
+    let mut remote = RemoteConfig::quick("gpu", "http://127.0.0.1:9/v1").resolve();
     remote.key = Some(Secret::new(KEY));
     taper::tui::scan::remote_entry(RemoteTarget {
         remote,

@@ -71,7 +71,7 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         .model
         .as_deref()
         .or(config.default_model.as_deref());
-    let remote = named.and_then(|name| crate::remote::find_target(name, config));
+    let remote = named.and_then(|name| config.find_target(name));
     if remote.is_some() && args.raw {
         bail!("--raw sends text without a chat template, which only local models can do");
     }

@@ -97,8 +97,7 @@ fn start_model(
 ) -> Result<Option<state::ModelEntry>> {
     let named = args.model.as_deref().or(config.default_model.as_deref());
     let known = |name: &str| {
-        crate::remote::find_target(name, config).is_some()
-            || crate::models::resolve(Some(name), config).is_ok()
+        config.find_target(name).is_some() || crate::models::resolve(Some(name), config).is_ok()
     };
     let last_model = resumed
         .and_then(|s| s.messages.iter().rev().find_map(|m| m.model.clone()))
@@ -107,7 +106,7 @@ fn start_model(
         return Ok(None);
     };
     // `NAME/MODEL` of a configured remote: connected to once the screen is up.
-    if let Some(target) = crate::remote::find_target(name, config) {
+    if let Some(target) = config.find_target(name) {
         return Ok(Some(scan::remote_entry(target)));
     }
     let (path, user) = crate::models::resolve(Some(name), config)?;

@@ -21,7 +21,7 @@ pub(super) fn models(args: ModelsArgs, config: &Config) -> Result<()> {
         None => {
             let hub = crate::hub::HubConfig::from_env();
             // The remotes are asked while the local headers are read.
-            let remotes = crate::remote::remotes(config);
+            let remotes = config.remotes();
             let listing = std::thread::spawn(move || crate::remote::list::list_all(&remotes));
             let local = crate::models::discover(config, &hub);
             print!("{}", crate::models::listing::render(&local, &hub));

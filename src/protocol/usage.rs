@@ -77,3 +77,45 @@ impl Usage {
         self.prompt_tokens + self.generated_tokens
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::steps_tok_s;
+
+    #[test]
+    fn decode_rate_counts_tokens_after_the_first() {
+        let u = Usage {
+            generated_tokens: 11,
+            decode_s: 2.0,
+            ..Default::default()
+        };
+        assert_eq!(u.decode_tok_s(), 5.0);
+    }
+    #[test]
+    fn prefill_rate_excludes_reused_tokens() {
+        let u = Usage {
+            prompt_tokens: 120,
+            cached_tokens: 20,
+            prefill_s: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(u.prefill_tok_s(), 200.0);
+    }
+    #[test]
+    fn rates_are_zero_when_nothing_was_timed() {
+        assert_eq!(Usage::default().decode_tok_s(), 0.0);
+    }
+    #[test]
+    fn step_rates_match_the_decode_rate_of_the_same_generation() {
+        let steps = [0.25, 0.5, 0.25];
+        let u = Usage {
+            generated_tokens: 4,
+            decode_s: steps.iter().sum(),
+            ..Default::default()
+        };
+        assert_eq!(steps_tok_s(&steps), 3.0);
+        assert_eq!(steps_tok_s(&steps), u.decode_tok_s());
+        assert_eq!(steps_tok_s(&[]), 0.0);
+    }
+}

@@ -1,8 +1,8 @@
 //! Remote models: OpenAI-compatible chat servers (llama-server, vLLM, SGLang, Ollama) as a
 //! second kind of backend behind the engine's commands and events.
 //!
-//! A remote is a `[[remotes]]` entry of the config (or `--remote URL`); its models are named
-//! `NAME/MODEL`. `list` asks a server what it serves, `stream` runs one chat turn over
+//! A remote is a `[[remotes]]` entry of the config (or `--remote URL`), resolved there
+//! (`RemoteConfig::resolve`); its models are named `NAME/MODEL`. `list` asks a server what it serves, `stream` runs one chat turn over
 //! Server-Sent Events (parsed by `sse`, each event read by `chunk`), `http` turns transport and
 //! status failures into one sentence each. API keys are [`Secret`]s: never printed, logged or
 //! saved, and sent only to the remote's own host (redirects are never followed).
@@ -14,7 +14,6 @@ pub mod request;
 pub mod sse;
 pub mod stream;
 
-use crate::config::{Config, RemoteConfig};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -84,29 +83,6 @@ impl RemoteTarget {
 }
 
 impl Remote {
-    /// Resolves a config entry; the key is read from its environment variable now (an unset
-    /// variable is no key: the server's 401, if any, then names the variable).
-    pub fn from_config(c: &RemoteConfig) -> Self {
-        let env_key = c
-            .api_key_env
-            .as_deref()
-            .and_then(|var| std::env::var(var).ok())
-            .filter(|k| !k.trim().is_empty())
-            .map(|k| Secret::new(k.trim()));
-        Self {
-            name: c.name.clone(),
-            base_url: normalize_url(&c.url),
-            key_env: c.api_key_env.clone(),
-            key: env_key.or_else(|| c.api_key.clone()),
-            kind: c.kind,
-            allow: c.models.clone(),
-            stall: c
-                .stall_timeout_s
-                .map(Duration::from_secs)
-                .unwrap_or(DEFAULT_STALL),
-        }
-    }
-
     /// The server's root: the base URL without its `/v1` (llama-server's `/props`, Ollama's
     /// `/api/tags` live there).
     pub fn root_url(&self) -> &str {
@@ -142,22 +118,6 @@ pub fn normalize_url(url: &str) -> String {
     }
 }
 
-/// Every remote the config names, resolved.
-pub fn remotes(config: &Config) -> Vec<Remote> {
-    config.remotes.iter().map(Remote::from_config).collect()
-}
-
-/// `NAME/MODEL` when NAME is one of the config's remotes (the model part may hold more
-/// slashes: vLLM serves models by their hub name, `Qwen/Qwen3-8B`).
-pub fn find_target(name: &str, config: &Config) -> Option<RemoteTarget> {
-    let (remote, model) = name.split_once('/')?;
-    let c = config.remotes.iter().find(|r| r.name == remote)?;
-    (!model.is_empty()).then(|| RemoteTarget {
-        remote: Remote::from_config(c),
-        model: model.to_string(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,21 +144,5 @@ mod tests {
         };
         assert!(!format!("{r:?}").contains("secret"));
         assert_eq!((r.host(), r.root_url()), ("h", "http://h"));
-    }
-
-    #[test]
-    fn remote_model_names_split_at_the_first_slash() {
-        let config = Config {
-            remotes: vec![RemoteConfig::quick("gpu", "http://h:8000/v1")],
-            ..Config::default()
-        };
-        let t = find_target("gpu/Qwen/Qwen3-8B", &config).unwrap();
-        assert_eq!(
-            (t.remote.name.as_str(), t.model.as_str()),
-            ("gpu", "Qwen/Qwen3-8B")
-        );
-        assert!(find_target("gpu/", &config).is_none());
-        assert!(find_target("other/m", &config).is_none());
-        assert!(find_target("SmolLM2", &config).is_none());
     }
 }

@@ -74,7 +74,7 @@ fn from_summary(path: &Path, summary: &Result<ModelSummary, String>) -> ModelEnt
 /// timeouts): `NAME/MODEL` entries, and one entry with the reason for a remote that did not
 /// answer.
 pub fn remotes(sources: &ModelSources) -> Vec<ModelEntry> {
-    let remotes = crate::remote::remotes(&sources.config);
+    let remotes = sources.config.remotes();
     let mut entries = Vec::new();
     for listing in crate::remote::list::list_all(&remotes) {
         let remote = listing.remote;
