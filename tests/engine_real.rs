@@ -211,3 +211,77 @@ fn cancel_stops_within_a_token() {
     let (answer, _) = turn(&mut engine, 4, &[Message::user("Say hi.")], false, 8);
     assert!(!answer.is_empty());
 }
+
+#[test]
+fn the_chat_host_answers_exactly_as_the_in_process_driver() {
+    // The chat's one slot (forward_batch on a cache of its own) and the driver that bench and
+    // perplexity use (the model's own cache) give the same greedy ids, so the same text.
+    use taper::engine::generation::{Generator, TurnOptions, Unobserved};
+    use taper::engine::loader::{self, OpenOptions};
+    use taper::engine::model::CacheOptions;
+    use taper::engine::prefix_cache::PrefixCache;
+
+    let messages = vec![Message::user("Name three colours of the rainbow.")];
+    let mut engine = engine_with(common::SMOLLM2, 512);
+    let (hosted, usage) = turn(&mut engine, 1, &messages, false, 24);
+    drop(engine);
+
+    let path = common::real_model(common::SMOLLM2);
+    let loaded = loader::open(&path, &OpenOptions::new(CacheOptions::new(512))).unwrap();
+    let (mut model, text) = loaded.into_text().unwrap();
+    let prompt = text
+        .chat_ids(&messages, &Default::default())
+        .expect("the prompt renders");
+    let options = TurnOptions {
+        sampling: greedy(),
+        max_tokens: 24,
+        stop_at_end_of_turn: true,
+    };
+    let mut cache = PrefixCache::default();
+    let mut generator = Generator {
+        model: model.as_mut(),
+        cache: &mut cache,
+        tokenizer: Some(&text.tokenizer),
+    };
+    let alone = generator
+        .run(
+            &prompt,
+            &options,
+            std::time::Instant::now(),
+            &mut Unobserved,
+        )
+        .unwrap();
+    assert_eq!(hosted, alone.text);
+    assert_eq!(usage.generated_tokens, alone.usage.generated_tokens);
+    assert_eq!(usage.prompt_tokens, prompt.len());
+}
+
+#[test]
+fn a_turn_cancelled_before_it_starts_ends_cancelled_and_the_next_runs() {
+    let mut engine = engine_with(common::SMOLLM2, 512);
+    let story = vec![Message::user("Write a long story about a dragon.")];
+    // The cancel is set right after the request is sent: before the host reads the prompt,
+    // or at worst after its first pass, never later than a token.
+    engine
+        .send(EngineCommand::Generate(GenerateRequest::chat(
+            10,
+            story,
+            false,
+            greedy(),
+            64,
+        )))
+        .unwrap();
+    engine.cancel(10);
+    let usage = loop {
+        match engine.recv_blocking() {
+            Some(EngineEvent::Finished { turn_id: 10, usage }) => break usage,
+            Some(EngineEvent::Token { turn_id: 10, .. } | EngineEvent::PromptProgress { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(usage.stop, Some(StopReason::Cancelled));
+    assert!(usage.generated_tokens <= 1, "{usage:?}");
+    let (answer, usage) = turn(&mut engine, 11, &[Message::user("Say hi.")], false, 8);
+    assert!(!answer.is_empty(), "the turn after a cancelled one answers");
+    assert_ne!(usage.stop, Some(StopReason::Cancelled));
+}

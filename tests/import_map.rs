@@ -19,7 +19,10 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
         .iter()
         .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
-    if parts.last().is_some_and(|p| p == "mod" || p == "lib" || p == "main") {
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
         parts.pop();
     }
     parts
@@ -118,7 +121,9 @@ fn edges(src: &Path) -> BTreeMap<(String, String), PathBuf> {
             };
             let holds = to.starts_with(&format!("{from}::"));
             if to != from && !holds {
-                edges.entry((from.clone(), to)).or_insert_with(|| file.clone());
+                edges
+                    .entry((from.clone(), to))
+                    .or_insert_with(|| file.clone());
             }
         }
     }

@@ -10,11 +10,12 @@ use crate::engine::{EngineCommand, EngineHandle};
 use crate::models::resolve;
 use crate::protocol::CacheType;
 use crate::protocol::Usage;
-use crate::protocol::{EngineEvent, GenerateRequest, LoadRequest, ModelInfo};
+use crate::protocol::{Constraint, EngineEvent, GenerateRequest, LoadRequest, ModelInfo};
 use crate::stats::{self, human_bytes};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::io::{Read, Write};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -40,6 +41,15 @@ pub struct AskArgs {
     /// Print usage figures to stderr when done.
     #[arg(long)]
     pub stats: bool,
+    /// Answer with a JSON object: a grammar holds the answer to JSON, so it always parses.
+    #[arg(long, conflicts_with_all = ["json_schema", "grammar"])]
+    pub json: bool,
+    /// Answer with JSON valid against the JSON Schema in FILE.
+    #[arg(long = "json-schema", value_name = "FILE", conflicts_with = "grammar")]
+    pub json_schema: Option<PathBuf>,
+    /// Answer in the grammar in FILE (Lark syntax, as llguidance reads it).
+    #[arg(long, value_name = "FILE")]
+    pub grammar: Option<PathBuf>,
     /// The prompt; none, or "-", reads stdin.
     pub prompt: Option<String>,
 }
@@ -49,6 +59,26 @@ pub struct TokenizeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     pub text: String,
+}
+
+/// What `--json`, `--json-schema` or `--grammar` asks the answer to match.
+fn constraint(args: &AskArgs) -> Result<Option<Constraint>> {
+    let read = |path: &PathBuf, what: &str| {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the {what} {}", path.display()))
+    };
+    if args.json {
+        return Ok(Some(Constraint::JsonObject));
+    }
+    if let Some(path) = &args.json_schema {
+        let schema = serde_json::from_str(&read(path, "JSON schema")?)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        return Ok(Some(Constraint::JsonSchema(schema)));
+    }
+    match &args.grammar {
+        Some(path) => Ok(Some(Constraint::Lark(read(path, "grammar")?))),
+        None => Ok(None),
+    }
 }
 
 fn read_prompt(prompt: Option<String>) -> Result<String> {
@@ -74,6 +104,12 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     let remote = named.and_then(|name| config.find_target(name));
     if remote.is_some() && args.raw {
         bail!("--raw sends text without a chat template, which only local models can do");
+    }
+    let constraint = constraint(&args)?;
+    if remote.is_some() && constraint.is_some() {
+        bail!(
+            "--json, --json-schema and --grammar hold a local model's answer; not a remote's yet"
+        );
     }
     let load = match remote {
         Some(target) => EngineCommand::Connect(target),
@@ -108,13 +144,17 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
             None => bail!("the engine stopped while loading"),
         }
     };
-    engine.send(EngineCommand::Generate(GenerateRequest::chat(
-        1,
-        messages,
-        args.raw,
-        sampling,
-        args.sampling.max_tokens(config),
-    )))?;
+    let request = GenerateRequest {
+        constraint,
+        ..GenerateRequest::chat(
+            1,
+            messages,
+            args.raw,
+            sampling,
+            args.sampling.max_tokens(config),
+        )
+    };
+    engine.send(EngineCommand::Generate(request))?;
     let mut out = std::io::stdout().lock();
     let mut wrote = false;
     let usage = loop {

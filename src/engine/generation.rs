@@ -4,6 +4,7 @@
 //! measurements use (`taper bench`, `taper perplexity`). So a fix here is a fix for all.
 
 use super::detokenizer::Detokenizer;
+use super::grammar::Grammar;
 use super::model::LanguageModel;
 use super::penalties;
 use super::prefix_cache::PrefixCache;
@@ -184,6 +185,8 @@ pub enum Step {
 /// answer samples, stops and detokenizes the same way.
 pub struct Decoding<'t> {
     sampler: Sampler,
+    /// The grammar the answer is held to, if any.
+    grammar: Option<Grammar>,
     detok: Option<Detokenizer<'t>>,
     stop_ids: &'t [u32],
     options: TurnOptions,
@@ -203,6 +206,7 @@ impl<'t> Decoding<'t> {
     ) -> Self {
         Self {
             sampler: Sampler::new(options.sampling.clone()),
+            grammar: None,
             detok: tokenizer.map(Detokenizer::new),
             stop_ids: tokenizer.map(TextTokenizer::stop_ids).unwrap_or_default(),
             options: options.clone(),
@@ -213,6 +217,12 @@ impl<'t> Decoding<'t> {
                 ..TurnOutcome::default()
             },
         }
+    }
+
+    /// Holds the answer to `grammar`.
+    pub fn with_grammar(mut self, grammar: Option<Grammar>) -> Self {
+        self.grammar = grammar;
+        self
     }
 
     /// What the turn has produced so far.
@@ -236,7 +246,13 @@ impl<'t> Decoding<'t> {
         let sampling = self.sampler.params();
         let (frequency, presence) = (sampling.frequency_penalty, sampling.presence_penalty);
         penalties::apply(logits, &self.outcome.ids, frequency, presence);
+        if let Some(grammar) = self.grammar.as_mut() {
+            grammar.mask(logits)?;
+        }
         let next = self.sampler.sample(logits, history);
+        if let Some(grammar) = self.grammar.as_mut() {
+            grammar.accept(next)?;
+        }
         let now = Instant::now();
         let usage = &mut self.outcome.usage;
         let asked = self.asked;

@@ -11,6 +11,7 @@ pub mod context_fit;
 pub mod detokenizer;
 pub mod generation;
 pub mod gguf;
+pub mod grammar;
 mod host;
 pub mod loader;
 pub mod model;

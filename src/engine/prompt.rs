@@ -5,16 +5,20 @@
 use super::answer_ids::AnswerIds;
 use super::context_fit::{fit_conversation, FittedPrompt, Window};
 use super::gguf::GgufHeader;
+use super::grammar::Grammars;
 use super::template::ChatTemplate;
 use super::tokenizer::TextTokenizer;
 use crate::chat::Message;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
+use std::sync::OnceLock;
 
-/// A model's tokenizer and chat template: what turns a conversation into its prompt ids.
+/// A model's tokenizer and chat template: what turns a conversation into its prompt ids; and
+/// its grammar compiler, built the first time an answer is constrained.
 pub struct ModelText {
     pub tokenizer: TextTokenizer,
     pub template: ChatTemplate,
+    grammars: OnceLock<std::result::Result<Grammars, String>>,
 }
 
 impl ModelText {
@@ -37,7 +41,16 @@ impl ModelText {
         Ok(Self {
             tokenizer,
             template,
+            grammars: OnceLock::new(),
         })
+    }
+
+    /// The model's grammar compiler (its vocabulary's trie, built once).
+    pub fn grammars(&self) -> Result<&Grammars> {
+        self.grammars
+            .get_or_init(|| Grammars::new(&self.tokenizer).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| anyhow!("{e}"))
     }
 
     /// The prompt of a whole conversation, ending where the model's answer begins. Answers

@@ -11,6 +11,6 @@ mod sampling;
 mod usage;
 
 pub use event::{EngineEvent, ModelInfo, TurnObserver};
-pub use request::{GenerateRequest, LoadRequest, Prompt};
+pub use request::{Constraint, GenerateRequest, LoadRequest, Prompt};
 pub use sampling::{CacheType, SamplingParams};
 pub use usage::{ServerFigures, StopReason, Usage};

@@ -42,6 +42,32 @@ impl Prompt {
     }
 }
 
+/// What an answer must match (OpenAI's `response_format`, llama-server's `grammar` and
+/// `json_schema`, `taper ask --json`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Constraint {
+    /// Any JSON object.
+    JsonObject,
+    /// JSON valid against this JSON Schema.
+    JsonSchema(serde_json::Value),
+    /// A grammar in llguidance's Lark syntax.
+    Lark(String),
+    /// A regular expression the whole answer matches.
+    Regex(String),
+}
+
+impl Constraint {
+    /// What it is, for sentences about it.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Constraint::JsonObject => "the JSON object format",
+            Constraint::JsonSchema(_) => "the JSON schema",
+            Constraint::Lark(_) => "the grammar",
+            Constraint::Regex(_) => "the regular expression",
+        }
+    }
+}
+
 /// Answer a prompt.
 #[derive(Debug, Clone)]
 pub struct GenerateRequest {
@@ -57,6 +83,8 @@ pub struct GenerateRequest {
     /// Remember the answer's ids, so that the next turn of its conversation, quoting it back,
     /// reuses the cache (chats; not raw completions).
     pub remember_answer: bool,
+    /// Hold the answer to a grammar.
+    pub constraint: Option<Constraint>,
 }
 
 impl GenerateRequest {
@@ -80,6 +108,7 @@ impl GenerateRequest {
             max_tokens,
             stop: Vec::new(),
             remember_answer: true,
+            constraint: None,
         }
     }
 

@@ -202,6 +202,7 @@ impl AppState {
             max_tokens,
             stop: request.stop.clone(),
             remember_answer: chat,
+            constraint: None,
         };
         self.engine
             .submit(job, asked, events, self.queue)

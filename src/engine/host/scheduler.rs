@@ -6,7 +6,7 @@
 //! slot; `taper serve` with `--parallel` of them.
 
 use super::job::Job;
-use super::slot::{Slot, SlotObserver};
+use super::slot::{Admitted, Slot, SlotObserver};
 use super::{HostCommand, Status};
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::context_fit::Window;
@@ -137,22 +137,41 @@ impl<'t> Scheduler<'t> {
                     continue;
                 }
             };
-            let (ids, usage, window) = prompt;
             // Busy before not queued: `/health` never shows a request in neither count.
             self.status.busy.fetch_add(1, Ordering::SeqCst);
             self.status.queued.fetch_sub(1, Ordering::SeqCst);
-            let slot = best_slot(&self.slots, &ids);
+            let slot = best_slot(&self.slots, &prompt.ids);
             self.clock += 1;
-            if let Some(window) = window {
+            if let Some(window) = prompt.window {
                 self.slots[slot].window = window;
             }
-            self.slots[slot].start(job, &ids, usage, self.clock);
+            self.slots[slot].start(job, prompt, self.clock);
         }
+    }
+
+    /// A request made ready: its grammar compiled (a bad one fails here, before any work),
+    /// its prompt's ids.
+    fn prompt_ids(&self, job: &Job, window: Window) -> Result<Admitted> {
+        let grammar = match &job.request.constraint {
+            Some(constraint) => Some(self.text.grammars()?.start(constraint)?),
+            None => None,
+        };
+        let (ids, usage, window) = self.prompt_tokens(job, window)?;
+        Ok(Admitted {
+            ids,
+            usage,
+            window,
+            grammar,
+        })
     }
 
     /// A request's prompt ids, with the usage its making knows (messages left out) and, for a
     /// conversation, the window to keep for its next turn.
-    fn prompt_ids(&self, job: &Job, window: Window) -> Result<(Vec<u32>, Usage, Option<Window>)> {
+    fn prompt_tokens(
+        &self,
+        job: &Job,
+        window: Window,
+    ) -> Result<(Vec<u32>, Usage, Option<Window>)> {
         let context = self.model.context_size();
         let request = &job.request;
         // Leave room for the answer: all of max_tokens, up to a quarter of the context.

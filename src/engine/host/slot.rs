@@ -7,6 +7,7 @@ use super::stops::StopMatcher;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::context_fit::Window;
 use crate::engine::generation::Decoding;
+use crate::engine::grammar::Grammar;
 use crate::engine::model::KvCache;
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::tokenizer::TextTokenizer;
@@ -28,6 +29,15 @@ pub struct Slot<'t> {
     pub last_used: u64,
 }
 
+/// A request's prompt, made ready at admission: its ids, the usage its making knows (messages
+/// left out), the window to keep for a conversation's next turn, its grammar state.
+pub struct Admitted {
+    pub ids: Vec<u32>,
+    pub usage: Usage,
+    pub window: Option<Window>,
+    pub grammar: Option<Grammar>,
+}
+
 /// A request being answered.
 pub struct Active<'t> {
     pub job: Job,
@@ -43,6 +53,8 @@ pub struct Active<'t> {
     pub usage: Usage,
     pub prefill_started: Instant,
     pub stops: StopMatcher,
+    /// The grammar the answer is held to, until decoding takes it.
+    pub grammar: Option<Grammar>,
 }
 
 impl<'t> Slot<'t> {
@@ -58,7 +70,14 @@ impl<'t> Slot<'t> {
 
     /// Takes `job` with its prompt's ids: keeps the cached prefix they share and queues the
     /// rest. `usage` holds what the prompt's making knew (messages left out).
-    pub fn start(&mut self, job: Job, prompt: &[u32], mut usage: Usage, clock: u64) {
+    pub fn start(&mut self, job: Job, prompt: Admitted, clock: u64) {
+        let Admitted {
+            ids: prompt,
+            mut usage,
+            grammar,
+            ..
+        } = prompt;
+        let prompt = &prompt[..];
         let reused = self.prefix.reusable_prefix(prompt);
         self.cache.truncate(reused);
         self.prefix.truncate(reused);
@@ -76,6 +95,7 @@ impl<'t> Slot<'t> {
             usage,
             prefill_started: Instant::now(),
             stops: StopMatcher::new(job.request.stop.clone()),
+            grammar,
             job,
         });
     }
@@ -109,12 +129,8 @@ impl<'t> Active<'t> {
             max_tokens: self.job.request.max_tokens,
             stop_at_end_of_turn: true,
         };
-        self.decoding = Some(Decoding::new(
-            Some(tokenizer),
-            &options,
-            self.job.asked,
-            usage,
-        ));
+        let decoding = Decoding::new(Some(tokenizer), &options, self.job.asked, usage);
+        self.decoding = Some(decoding.with_grammar(self.grammar.take()));
     }
 
     /// Ends the answer: held-back text out, the ids remembered, the usage sent.
