@@ -21,10 +21,10 @@ use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::{self, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
-use crate::protocol::CacheType;
 use crate::protocol::SamplingParams;
 use crate::protocol::TurnObserver;
 use crate::protocol::Usage;
+use crate::protocol::{CacheType, Constraint};
 use crate::stats::{self, secs};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -45,6 +45,8 @@ pub struct MeasureOptions {
     pub depths: Vec<usize>,
     /// Runs thrown away first: [`WARMUP_RUNS`], or 0 with `--no-warmup`.
     pub warmup_runs: usize,
+    /// Decode held to this JSON Schema (`--json-schema`): what the grammar costs per token.
+    pub json_schema: Option<serde_json::Value>,
 }
 
 /// Token ids that do not change between runs: tokenized once, outside the timings.
@@ -162,6 +164,11 @@ fn one_run(
         tokenizer: text.as_ref().map(|t| &t.tokenizer),
     };
 
+    // A model's grammar compiler is built once (a server at start); each answer's schema is
+    // compiled within its time to first token.
+    if let (Some(_), Some(text)) = (&opts.json_schema, &text) {
+        text.grammars()?;
+    }
     // Time to first token (template, tokenize, prefill and the first greedy sample), then
     // greedy decoding from there with end-of-turn tokens ignored, every step timed.
     let asked = Instant::now();
@@ -176,7 +183,27 @@ fn one_run(
         stop_at_end_of_turn: false,
     };
     let mut clock = StepClock::default();
-    let usage = generator.run(&chat, &options, asked, &mut clock)?.usage;
+    let (grammar, options) = match (&opts.json_schema, &text) {
+        (None, _) => (None, options),
+        (Some(schema), Some(text)) => {
+            let constraint = Constraint::JsonSchema(schema.clone());
+            let grammar = text.grammars()?.start(&constraint)?;
+            // Held to a grammar, the answer ends where the grammar does.
+            let options = TurnOptions {
+                stop_at_end_of_turn: true,
+                ..options
+            };
+            (Some(grammar), options)
+        }
+        (Some(_), None) => bail!("--json-schema needs a model with a vocabulary, not a shape"),
+    };
+    let usage = generator
+        .run_held(&chat, &options, grammar, asked, &mut clock)?
+        .usage;
+    let grammar_ms_per_token = opts
+        .json_schema
+        .is_some()
+        .then(|| 1000.0 * usage.grammar_s / usage.generated_tokens.max(1) as f64);
     let (first_quarter, last_quarter) = quarter_rates(&clock.steps);
 
     let mut prefill_figures = Vec::with_capacity(opts.prompt_tokens.len());
@@ -210,6 +237,7 @@ fn one_run(
         decode_tok_s_first_quarter: first_quarter,
         decode_tok_s_last_quarter: last_quarter,
         generated_tokens: usage.generated_tokens,
+        grammar_ms_per_token,
         depths,
         peak_rss_bytes,
     };

@@ -66,6 +66,8 @@ pub struct BenchOptions {
     pub keep_shape_file: Option<PathBuf>,
     /// Runs thrown away before the measured ones ([`measure::WARMUP_RUNS`], or 0).
     pub warmup_runs: usize,
+    /// Decode held to the JSON Schema in this file.
+    pub json_schema: Option<PathBuf>,
 }
 
 impl BenchOptions {
@@ -242,6 +244,9 @@ fn measure_in_child(
     }
     if opts.warmup_runs == 0 {
         cmd.arg("--no-warmup");
+    }
+    if let Some(schema) = &opts.json_schema {
+        cmd.arg("--json-schema").arg(schema);
     }
     let threads_text = threads.map_or("default".into(), |n| n.to_string());
     eprintln!(

@@ -154,6 +154,32 @@ fn notes(records: &[BenchRecord]) -> Vec<String> {
         .into_iter()
         .collect();
     notes.push(format!("TTFT prompt tokens: {}.", prompts.join(", ")));
+    for r in records {
+        let costs: Vec<f64> = r
+            .runs
+            .iter()
+            .filter_map(|f| f.grammar_ms_per_token)
+            .collect();
+        if costs.is_empty() {
+            continue;
+        }
+        let ms = super::summary::median(&costs);
+        let step_ms = if r.decode_tok_s > 0.0 {
+            1000.0 / r.decode_tok_s
+        } else {
+            0.0
+        };
+        notes.push(format!(
+            "{}: decoding held to the JSON schema; the grammar took {ms:.3} ms per token \
+             ({:.1}% of a {step_ms:.2} ms decode step).",
+            r.model,
+            if step_ms > 0.0 {
+                100.0 * ms / step_ms
+            } else {
+                0.0
+            },
+        ));
+    }
     if records.iter().any(|r| r.shape_only) {
         notes.push(format!(
             "({SHAPE_ONLY}): a file with random weights and exactly the catalogue model's \

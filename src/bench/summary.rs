@@ -32,6 +32,9 @@ pub struct RunFigures {
     pub decode_tok_s_last_quarter: f64,
     /// Greedy tokens generated in the decode run (the first one included).
     pub generated_tokens: usize,
+    /// With `--json-schema`: the grammar's time per generated token, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar_ms_per_token: Option<f64>,
     /// Figures far into a context, one per `--depth` (reports before --depth have none).
     #[serde(default)]
     pub depths: Vec<DepthFigure>,

@@ -4,7 +4,7 @@ use crate::bench;
 use crate::config::Config;
 use crate::engine::threads::set_threads;
 use crate::models::resolve;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -59,6 +59,9 @@ pub struct BenchArgs {
     /// llama.cpp's llama-bench.
     #[arg(long, value_name = "PATH")]
     pub keep_shape_file: Option<PathBuf>,
+    /// Hold the decode to the JSON Schema in FILE and report what the grammar costs per token.
+    #[arg(long = "json-schema", value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
     /// Internal: measure the one model given with -m in this process, print a JSON report.
     #[arg(long, hide = true)]
     pub measure_one: bool,
@@ -104,6 +107,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         format,
         warmup_runs: warmup_runs(&args),
         keep_shape_file: args.keep_shape_file,
+        json_schema: args.json_schema,
     })
 }
 
@@ -155,7 +159,18 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
         cache_type: args.cache_type.unwrap_or_default(),
         depths: args.depth.clone(),
         warmup_runs: warmup_runs(args),
+        json_schema: match &args.json_schema {
+            Some(path) => Some(read_schema(path)?),
+            None => None,
+        },
     })
+}
+
+/// The JSON Schema in `path`.
+fn read_schema(path: &std::path::Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the JSON schema {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
 fn warmup_runs(args: &BenchArgs) -> usize {

@@ -63,6 +63,18 @@ impl Generator<'_> {
         asked: Instant,
         observer: &mut dyn TurnObserver,
     ) -> Result<TurnOutcome> {
+        self.run_held(prompt, options, None, asked, observer)
+    }
+
+    /// [`Generator::run`] with the answer held to `grammar` (the bench's `--json-schema`).
+    pub fn run_held(
+        &mut self,
+        prompt: &[u32],
+        options: &TurnOptions,
+        grammar: Option<Grammar>,
+        asked: Instant,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<TurnOutcome> {
         let context = self.model.context_size();
         let reused = self.cache.reusable_prefix(prompt);
         let mut outcome = TurnOutcome {
@@ -81,7 +93,8 @@ impl Generator<'_> {
         };
         outcome.usage.prefill_s = secs(prefill_started.elapsed());
 
-        let mut decoding = Decoding::new(self.tokenizer, options, asked, outcome.usage);
+        let mut decoding =
+            Decoding::new(self.tokenizer, options, asked, outcome.usage).with_grammar(grammar);
         let stop = loop {
             let next = match decoding.step(&mut logits, self.cache.tokens(), observer)? {
                 Step::Next(next) => next,
@@ -246,12 +259,16 @@ impl<'t> Decoding<'t> {
         let sampling = self.sampler.params();
         let (frequency, presence) = (sampling.frequency_penalty, sampling.presence_penalty);
         penalties::apply(logits, &self.outcome.ids, frequency, presence);
+        let masked = Instant::now();
         if let Some(grammar) = self.grammar.as_mut() {
             grammar.mask(logits)?;
         }
+        let grammar_s = secs(masked.elapsed());
         let next = self.sampler.sample(logits, history);
         if let Some(grammar) = self.grammar.as_mut() {
+            let advanced = Instant::now();
             grammar.accept(next)?;
+            self.outcome.usage.grammar_s += grammar_s + secs(advanced.elapsed());
         }
         let now = Instant::now();
         let usage = &mut self.outcome.usage;

@@ -38,10 +38,18 @@ pub struct Usage {
     pub dropped_messages: usize,
     pub context_size: usize,
     pub stop: Option<StopReason>,
+    /// Time spent holding the answer to its grammar (masks and advances), in seconds; 0
+    /// without one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grammar_s: f64,
     /// What a remote server reported about its own work (the fields above are measured
     /// here); None for local models. Boxed: every answer holds a Usage, few hold these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<Box<ServerFigures>>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Figures a remote server reported (llama-server's `timings`, the `usage` of the OpenAI

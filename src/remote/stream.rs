@@ -270,6 +270,7 @@ impl Turn<'_> {
             context_size,
             stop: Some(stop),
             server: r.map(Box::new),
+            ..Usage::default()
         }
     }
 }

@@ -77,6 +77,12 @@ pub fn serve(options: ServeOptions) -> Result<()> {
     let context = loaded.info.context_size;
     let local = LocalModel::new(loaded)?;
     let (text, answers) = (local.text.clone(), local.answers.clone());
+    // The grammar compiler (the vocabulary's trie, up to a second for a large vocabulary) is
+    // built while the server starts, not in the first constrained request's time.
+    let warm = text.clone();
+    std::thread::Builder::new()
+        .name("taper-grammars".into())
+        .spawn(move || drop(warm.grammars()))?;
     let parallel = options.parallel;
     // Kept until the server stops: dropping it stops the engine.
     let engine = EngineHandle::serve(local, parallel)?;

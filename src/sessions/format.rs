@@ -150,6 +150,7 @@ impl From<&SavedUsage> for Usage {
             context_size: u.context_size,
             stop: u.stop,
             server: u.server.clone().map(Box::new),
+            ..Usage::default()
         }
     }
 }

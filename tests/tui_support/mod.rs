@@ -96,6 +96,7 @@ pub fn usage(prompt: usize, cached: usize, generated: usize, stop: StopReason) -
         context_size: 4096,
         stop: Some(stop),
         server: None,
+        grammar_s: 0.0,
     }
 }
 
