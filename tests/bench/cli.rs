@@ -1,7 +1,7 @@
 //! `taper bench` end to end: the binary measuring a real model and a shape-only file with
 //! tiny sizes. Timings are never asserted, only that figures exist and are plausible.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;

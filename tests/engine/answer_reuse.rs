@@ -4,7 +4,7 @@
 //! prompt builder and generation driver the engine worker uses, under several sampling
 //! settings (the ones that make sampled ids differ from the tokenizer's).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 use taper::chat::Message;

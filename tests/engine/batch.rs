@@ -2,7 +2,7 @@
 //! every sequence bit-for-bit the logits it gets stepped alone: what lets `taper serve` decode
 //! its slots together without changing a single token.
 
-mod common;
+use crate::common;
 
 use taper::engine::gguf::GgufHeader;
 use taper::engine::model::{self, LanguageModel, SlotStep};

@@ -1,7 +1,7 @@
 //! A prompt gives the same logits whether it is read in one batch, in chunks, or after the
 //! cache was truncated and the rest re-read: what makes prefix reuse exact.
 
-mod common;
+use crate::common;
 
 use taper::engine::gguf::GgufHeader;
 use taper::engine::model::{self, LanguageModel};

@@ -1,7 +1,7 @@
 //! The kernel path is named wherever speed is shown: `taper ask --stats` says which path ran,
 //! the default is the best this CPU has, and `TAPER_KERNELS` forces the one it names.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

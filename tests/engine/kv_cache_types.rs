@@ -2,7 +2,7 @@
 //! one does (greedy), a q8_0 cache stays within a stated distance of it, and a 4k-token prompt
 //! gives the same bits however it is chunked (batch invariance with tiled attention).
 
-mod common;
+use crate::common;
 
 use taper::bench::prompt::{passage_prompt, PASSAGE};
 use taper::chat::Message;

@@ -1,7 +1,7 @@
 //! The engine end to end on the two real test models: answers, raw continuation, cache reuse
 //! across turns, and context trimming.
 
-mod common;
+use crate::common;
 
 use taper::chat::Message;
 use taper::engine::sampler::SamplingParams;

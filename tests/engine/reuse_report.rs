@@ -1,6 +1,6 @@
 //! Measurements behind the answer-reuse figures in the README (run by hand, print tables,
-//! assert nothing about speed): `cargo test --release --test reuse_report -- --ignored
-//! --nocapture`.
+//! assert nothing about speed): `cargo test --release --test engine -- --ignored --nocapture
+//! reuse_report::`.
 //!
 //! - `conversation_reuse`: 10-turn conversations on both test models under three sampling
 //!   settings, through the engine worker as the TUI drives it; per turn the prompt, cached and
@@ -10,7 +10,7 @@
 //!   10-turn conversation whose answers stay in the cache, beside the same turn with the
 //!   previous answer read again (what a re-tokenized answer cost).
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 use taper::chat::Message;

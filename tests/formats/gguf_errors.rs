@@ -1,7 +1,7 @@
 //! Broken and hostile files give one clear error, without a panic and without allocating what
 //! a lying header claims.
 
-mod common;
+use crate::common;
 
 use candle_core::quantized::GgmlDType;
 use std::io::Write;

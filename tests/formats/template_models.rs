@@ -1,7 +1,7 @@
 //! Chat templates chosen for the real test models: SmolLM2 uses the template in its file,
 //! Gemma 3 270M has none and gets the built-in Gemma template with a notice.
 
-mod common;
+use crate::common;
 
 use taper::chat::Message;
 use taper::engine::gguf::GgufHeader;
@@ -22,7 +22,7 @@ fn smollm2_uses_the_template_in_its_file() {
     let header = header(common::SMOLLM2);
     let in_file = header.get_str("tokenizer.chat_template").unwrap();
     // The unit tests' fixture is this very text.
-    let fixture = include_str!("fixtures/smollm2_chat_template.jinja");
+    let fixture = include_str!("../fixtures/smollm2_chat_template.jinja");
     assert_eq!(in_file, fixture);
 
     let has_token = vocabulary(&header);

@@ -1,9 +1,7 @@
 //! Downloads against a local server that speaks the hub's protocol: progress, cache hits,
 //! cancel and resume, redirects, and one clear sentence for each failure.
 
-mod hub_server;
-
-use hub_server::{HubServer, COMMIT, TOKEN};
+use crate::hub_server::{HubServer, COMMIT, TOKEN};
 use std::sync::atomic::{AtomicBool, Ordering};
 use taper::hub::{download, HubConfig, HubError, HubFile};
 

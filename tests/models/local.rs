@@ -1,7 +1,7 @@
 //! Local models described from their headers alone, and settings precedence (flags over the
 //! config file over built-in defaults), on the real test models.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use taper::models::ModelSummary;

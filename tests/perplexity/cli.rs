@@ -2,9 +2,7 @@
 //! and thread-independent perplexity, a model against its own base file, every kernel path
 //! against the default path's base, and a sentence for each bad input.
 
-mod common;
-
-use common::{real_model, GEMMA3, SMOLLM2};
+use crate::common::{real_model, GEMMA3, SMOLLM2};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

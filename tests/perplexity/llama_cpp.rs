@@ -10,9 +10,7 @@
 //! files are kept beside its binaries and made again when missing; the test says when it
 //! builds either.
 
-mod common;
-
-use common::{real_model, GEMMA3, SMOLLM2};
+use crate::common::{real_model, GEMMA3, SMOLLM2};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! (tests/fixtures/reference/tiny, made by scripts/make-reference), batched and one token at a
 //! time.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use taper::engine::gguf::GgufHeader;

@@ -1,9 +1,7 @@
 //! `taper ask` against the loopback fault server: every failure a remote can have is one
 //! clear sentence, the partial answer stays on stdout, and the key never shows.
 
-mod remote_server;
-
-use remote_server::{content, finish, models, now, FaultServer, Reply};
+use crate::remote_server::{content, finish, models, now, FaultServer, Reply};
 use serde_json::json;
 use std::process::{Command, Output};
 use std::time::Duration;

@@ -4,10 +4,9 @@
 //! conversation moves local → remote → local with its history, and a server killed
 //! mid-answer fails the answer in one sentence with the partial text kept.
 
-mod common;
-mod llama_server;
+use crate::common;
 
-use llama_server::{LlamaServer, ALIAS, CONTEXT};
+use crate::llama_server::{LlamaServer, ALIAS, CONTEXT};
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};

@@ -2,9 +2,7 @@
 //! `reasoning` field, vLLM's `max_model_len` and `reasoning_content`, a slow trickle; a stop
 //! that closes the connection of an endless stream; `taper models` with a dead remote.
 
-mod remote_server;
-
-use remote_server::{content, delta, finish, models, now, FaultServer, Reply};
+use crate::remote_server::{content, delta, finish, models, now, FaultServer, Reply};
 use serde_json::json;
 use std::process::Command;
 use std::time::{Duration, Instant};

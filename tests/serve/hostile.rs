@@ -3,11 +3,10 @@
 //! that never finishes its headers. Each gets the right status (or a closed connection), and
 //! the server keeps serving.
 
-mod common;
-mod serve_support;
+use crate::common;
 
+use crate::serve_support::{get, post, read_until_closed, Server};
 use serde_json::json;
-use serve_support::{get, post, read_until_closed, Server};
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;

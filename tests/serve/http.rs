@@ -1,11 +1,8 @@
 //! `taper serve` over loopback with the SmolLM2 test model: the endpoints, streaming and not,
 //! the errors a client can provoke, the API key and the bind policy.
 
-mod common;
-mod serve_support;
-
+use crate::serve_support::{get, post, stream, Server};
 use serde_json::{json, Value};
-use serve_support::{get, post, stream, Server};
 
 const QUESTION: &str = "What is the capital of France?";
 

@@ -4,11 +4,8 @@
 //! token), and memory stays flat from round to round. A full queue answers 503 with
 //! Retry-After.
 
-mod common;
-mod serve_support;
-
+use crate::serve_support::{post, stream, Server};
 use serde_json::json;
-use serve_support::{post, stream, Server};
 use std::collections::HashMap;
 
 const PROMPTS: [&str; 4] = [

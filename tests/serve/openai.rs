@@ -2,10 +2,7 @@
 //! the user's cache, outside the repository) against `taper serve` with the SmolLM2 test
 //! model: models list, chat whole and streamed, completions, an error.
 
-mod common;
-mod serve_support;
-
-use serve_support::Server;
+use crate::serve_support::Server;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -49,7 +46,7 @@ fn venv_python() -> PathBuf {
 fn the_official_openai_client_works_against_taper_serve() {
     let python = venv_python();
     let server = Server::start(&["--parallel", "2", "--ctx-size", "512"]);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve_openai.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve/openai.py");
     let out = Command::new(python)
         .arg(script)
         .arg(format!("{}/v1", server.url))

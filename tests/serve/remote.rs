@@ -4,10 +4,9 @@
 //! same file (the server applies the same chat template and sampling, and batched decoding
 //! changes no token).
 
-mod common;
-mod serve_support;
+use crate::common;
 
-use serve_support::Server;
+use crate::serve_support::Server;
 use std::process::{Command, Output};
 
 const QUESTION: &str = "What is the capital of France?";

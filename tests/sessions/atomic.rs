@@ -61,9 +61,14 @@ fn kill_9_during_saves_leaves_a_complete_version() {
     let path = dir.path().join(format!("{ID}.json"));
     let mut rng = rand::rng();
     let mut seen = Vec::new();
+    // The test's name as libtest knows it: its module path without the binary's name.
+    let saver = match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::saver"),
+        None => "saver".to_string(),
+    };
     for _ in 0..ROUNDS {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "saver", "--test-threads=1"])
+            .args(["--ignored", "--exact", &saver, "--test-threads=1"])
             .env("TAPER_ATOMIC_DIR", dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -8,16 +8,14 @@
 //! Each test runs taper in a home of its own (the test models linked in, an empty hub cache),
 //! so its log and saved sessions are its own.
 
-mod common;
-mod hub_server;
-mod tui_support;
+use crate::common;
 
-use hub_server::HubServer;
+use crate::hub_server::HubServer;
+use crate::tui_support::serial;
+use crate::tui_support::tmux::{assert_terminal_restored, shell_command, Tmux};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use tempfile::TempDir;
-use tui_support::tmux::{assert_terminal_restored, shell_command, Tmux};
 
 const LOAD: Duration = Duration::from_secs(180);
 const ANSWER: Duration = Duration::from_secs(300);
@@ -28,13 +26,6 @@ const BETWEEN_KEYS: Duration = Duration::from_millis(150);
 
 const SMOL: &str = "SmolLM2-135M-Instruct.Q4_1";
 const GEMMA: &str = "gemma-3-270m-q4_k_m";
-
-/// One at a time: the machine may have two cores, and the model wants them.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A `TAPER_HOME` of one test's own: the test models (linked), then whatever taper writes
 /// there: its log (`taper.log`) and its saved sessions (`sessions/`).

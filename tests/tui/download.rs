@@ -1,14 +1,12 @@
 //! Choosing a catalogue model that is not downloaded yet: the picker downloads it (with a
 //! gauge), Esc stops the download, and the model loads when it arrives.
 
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::KeyCode;
 use taper::engine::EngineCommand;
 use taper::hub::HubFile;
 use taper::tui::state::Overlay;
 use taper::tui::{Effect, Msg};
-use tui_support::*;
 
 fn catalogue_entry() -> taper::tui::state::ModelEntry {
     let mut e = entry("qwen3-0.6b", "qwen3", "Q4_K_M", 396_705_472);

@@ -5,23 +5,15 @@
 //! terminal usable; a turn is saved, copied with Ctrl+Y (OSC 52, read back from tmux) and
 //! shown again by `taper --resume`.
 
-mod common;
-mod tui_support;
+use crate::common;
 
-use std::sync::{Mutex, MutexGuard};
+use crate::tui_support::serial;
+use crate::tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
 use std::time::Duration;
-use tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
 
 const LOAD: Duration = Duration::from_secs(180);
 const ANSWER: Duration = Duration::from_secs(300);
 const QUICK: Duration = Duration::from_secs(30);
-
-/// One at a time: each test runs the model, and the machine may have two cores.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A data directory of its own for each test (its `models` links to the test models), so
 /// the sessions a test saves are its own and nothing is written beside the shared models.

@@ -1,12 +1,10 @@
 //! Keys to actions, in each mode: what a person presses and what it does.
 
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use taper::tui::keymap::{action, footer, Action};
 use taper::tui::keys::{help_lines, HelpLine};
 use taper::tui::state::Overlay;
-use tui_support::*;
 
 fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
     KeyEvent::new(code, modifiers)

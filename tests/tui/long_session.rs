@@ -5,9 +5,9 @@
 //! process's resident memory is recorded; at the end the memory must be flat (it is memory
 //! that is bounded here, never time).
 
-mod common;
-mod tui_support;
+use crate::common;
 
+use crate::tui_support::{generate_of, key};
 use crossterm::event::KeyCode;
 use std::time::{Duration, Instant};
 use taper::engine::sampler::SamplingParams;
@@ -15,7 +15,6 @@ use taper::engine::{EngineEvent, EngineHandle};
 use taper::stats::{current_rss_bytes, StopReason, Usage};
 use taper::tui::state::{AnswerStatus, Settings};
 use taper::tui::{scan, update, Effect, Msg, State};
-use tui_support::{generate_of, key};
 
 const TURNS: usize = 200;
 const CONTEXT: usize = 512;

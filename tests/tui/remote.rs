@@ -3,10 +3,12 @@
 //! is in no saved byte. End to end in tmux against a real llama-server: pick the remote model
 //! in the picker, chat, and see the stats panel show the rates measured here and the server's.
 
-mod common;
-mod llama_server;
-mod tui_support;
+use crate::common;
+use crate::llama_server;
+use crate::tui_support;
 
+use crate::tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
+use crate::tui_support::{usage, Harness, SMOL};
 use std::path::PathBuf;
 use std::time::Duration;
 use taper::chat::Role;
@@ -16,8 +18,6 @@ use taper::remote::{Remote, RemoteTarget, Secret};
 use taper::stats::{ServerFigures, StopReason};
 use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
-use tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
-use tui_support::{usage, Harness, SMOL};
 
 const KEY: &str = "sk-never-saved";
 

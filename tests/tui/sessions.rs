@@ -1,10 +1,9 @@
-//! Saved conversations in the TUI, driven through `update` as in tui_update.rs; the file
+//! Saved conversations in the TUI, driven through `update` as in update.rs; the file
 //! effects are carried out for real (`app::files::perform`) in a temporary directory and what
 //! they report is fed back. Autosave after a finished and a stopped answer, resume, the
 //! sessions list's rename and delete (each behind its own step), export and clipboard copy.
 
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::{Path, PathBuf};
 use taper::chat::Message;
@@ -13,7 +12,6 @@ use taper::stats::StopReason;
 use taper::tui::app::files::perform;
 use taper::tui::state::{AnswerStatus, EntryBody, ListMode, Overlay};
 use taper::tui::{Effect, Msg, SessionEffect};
-use tui_support::*;
 
 /// A harness whose sessions go to `dir`.
 fn harness(dir: &Path) -> Harness {

@@ -1,10 +1,10 @@
 //! Whole-screen snapshots of the TUI, drawn by `ui::render` on ratatui's TestBackend.
-//! The snapshots live in tests/snapshots; with CI=true insta fails on any difference and
-//! writes nothing. After an intended change: `INSTA_UPDATE=always cargo test --test
-//! tui_snapshots`, then review the diff of tests/snapshots.
+//! The snapshots live in tests/tui/snapshots (named `tui__snapshots__NAME.snap` after this
+//! module's path); with CI=true insta fails on any difference and writes nothing. After an
+//! intended change: `INSTA_UPDATE=always cargo test --test tui snapshots::`, then review the
+//! diff of tests/tui/snapshots.
 
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::KeyCode;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -13,7 +13,6 @@ use taper::stats::StopReason;
 use taper::tui::state::Overlay;
 use taper::tui::ui::{render, ChatCache};
 use taper::tui::Msg;
-use tui_support::*;
 
 fn draw(h: &mut Harness, width: u16, height: u16) -> Terminal<TestBackend> {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();

@@ -3,19 +3,19 @@
 //! A measurement, not a pass/fail gate (docs/design.md: speed is measured, never asserted by
 //! a timed test), so it is ignored by default; run it on a quiet machine:
 //!
-//!     cargo test --release --test tui_speed -- --ignored --nocapture
+//!     cargo test --release --test tui -- --ignored --nocapture speed::
 //!
 //! TAPER_SPEED_THREADS (default 2), TAPER_SPEED_RUNS (default 3) and TAPER_SPEED_TOKENS
 //! (default 256) change the setup; extra environment for both (e.g. a candle spin limit)
 //! can be given in TAPER_SPEED_ENV as `NAME=value NAME=value`; TAPER_TEST_BIN measures another
 //! binary than this build's; TAPER_SPEED_TUI_ARGS adds arguments for the TUI (e.g. `--fps 5`).
 
-mod common;
-mod tui_support;
+use crate::common;
+use crate::tui_support;
 
+use crate::tui_support::tmux::{shell_command, stat, Tmux};
 use std::process::Command;
 use std::time::Duration;
-use tui_support::tmux::{shell_command, stat, Tmux};
 
 const PROMPT: &str = "Write a long story about a dragon who learns to bake bread.";
 

@@ -2,8 +2,7 @@
 //! switch, regenerate, new conversation. No terminal, no model: messages in, state and
 //! effects out.
 
-mod tui_support;
-
+use crate::tui_support::*;
 use crossterm::event::KeyCode;
 use taper::chat::{Message, Role};
 use taper::engine::{EngineCommand, EngineEvent};
@@ -11,7 +10,6 @@ use taper::stats::StopReason;
 use taper::tui::state::{AnswerStatus, EntryBody, NoticeLevel, Overlay};
 use taper::tui::SessionEffect;
 use taper::tui::{Effect, Msg};
-use tui_support::*;
 
 fn answers(h: &Harness) -> Vec<(String, String, AnswerStatus)> {
     h.state

@@ -3,6 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use taper::engine::sampler::SamplingParams;
 use taper::engine::{EngineCommand, EngineEvent, GenerateRequest, ModelInfo};
@@ -12,6 +13,14 @@ use taper::tui::{update, Effect, Msg, State};
 
 pub const SMOL: &str = "SmolLM2-135M-Instruct.Q4_1";
 pub const GEMMA: &str = "gemma-3-270m-q4_k_m";
+
+/// One model-running tmux test at a time, across the modules of this binary (e2e, abuse): the
+/// machine may have two cores, and the model wants them.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A test clock: every call to `tick` is 100 ms later.
 pub struct Clock {
