@@ -1,5 +1,5 @@
 //! Entry points for fuzzing everything that reads untrusted bytes, shared by the cargo-fuzz
-//! targets in `fuzz/` and by `tests/fuzz_regressions.rs`, which replays every saved crash
+//! targets in `fuzz/` and by `tests/formats/fuzz_regressions.rs`, which replays every saved crash
 //! input through the same function on stable Rust.
 //!
 //! Each function takes arbitrary bytes, must return normally for every input (an `Err` from
@@ -10,7 +10,7 @@
 //!
 //! To fuzz another reader: add a `pub fn` here, a file `fuzz/fuzz_targets/<name>.rs` that
 //! calls it, a `[[bin]]` entry in `fuzz/Cargo.toml`, the name in `scripts/fuzz`, and a line
-//! in `tests/fuzz_regressions.rs` (see docs/fuzzing.md).
+//! in `tests/formats/fuzz_regressions.rs` (see docs/fuzzing.md).
 
 use crate::chat::{Message, Role};
 use crate::config::Config;

@@ -1,14 +1,12 @@
 //! `taper ask` (one streamed answer) and `taper tokenize` (token ids as JSON).
 
-use super::{ModelArgs, SamplingArgs};
+use super::{ModelArgs, RunArgs, SamplingArgs};
 use crate::chat::Message;
 use crate::config::Config;
 use crate::engine::gguf::GgufHeader;
-use crate::engine::threads::set_threads;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::engine::{EngineCommand, EngineHandle};
 use crate::models::resolve;
-use crate::protocol::CacheType;
 use crate::protocol::Usage;
 use crate::protocol::{Constraint, EngineEvent, GenerateRequest, LoadRequest, ModelInfo};
 use crate::stats::{self, human_bytes};
@@ -29,15 +27,8 @@ pub struct AskArgs {
     /// Send the prompt as is, without the chat template (for base models).
     #[arg(long)]
     pub raw: bool,
-    /// KV-cache size in tokens, capped at the model's own context [default: 4096].
-    #[arg(long = "ctx-size")]
-    pub ctx_size: Option<usize>,
-    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
-    #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<CacheType>,
-    /// Compute threads (default: the physical cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Print usage figures to stderr when done.
     #[arg(long)]
     pub stats: bool,
@@ -95,7 +86,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
 }
 
 pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
-    set_threads(args.threads.or(config.threads))?;
+    args.run.threads.apply(config)?;
     let named = args
         .model
         .model
@@ -199,8 +190,8 @@ fn load_command(args: &AskArgs, config: &Config) -> Result<EngineCommand> {
             .tokenizer
             .clone()
             .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
-        context_size: args.ctx_size.unwrap_or(config.context_size()),
-        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        context_size: args.run.context_size(config),
+        cache_type: args.run.cache_type.resolve(config),
         chat_template: user_model.and_then(|m| m.chat_template),
     }))
 }

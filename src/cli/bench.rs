@@ -1,5 +1,6 @@
 //! `taper bench`: its flags, and turning them into the bench module's options.
 
+use super::CacheTypeArg;
 use crate::bench;
 use crate::config::Config;
 use crate::engine::threads::set_threads;
@@ -42,9 +43,8 @@ pub struct BenchArgs {
     /// KV-cache size in tokens (raised to what the prompts need) [default: 4096].
     #[arg(long = "ctx-size")]
     pub ctx_size: Option<usize>,
-    /// The KV cache's number format: f16, q8_0 or f32 [default: the config's, else f16].
-    #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<crate::protocol::CacheType>,
+    #[command(flatten)]
+    pub cache_type: CacheTypeArg,
     /// Depths measured far into a context: a prefill of N tokens and the decode speed right
     /// after it (N tokens in), as llama-bench's -p N and -gp N,gen.
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
@@ -102,7 +102,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         prompt_tokens,
         gen_tokens: args.gen_tokens,
         context_size: args.ctx_size.unwrap_or(config.context_size()),
-        cache_type: args.cache_type.unwrap_or(config.cache_type()),
+        cache_type: args.cache_type.resolve(config),
         depths: unique(&args.depth),
         format,
         warmup_runs: warmup_runs(&args),
@@ -156,7 +156,7 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
         prompt_tokens: args.prompt_tokens.clone(),
         gen_tokens: args.gen_tokens,
         context_size: args.ctx_size.unwrap_or(crate::config::DEFAULT_CONTEXT_SIZE),
-        cache_type: args.cache_type.unwrap_or_default(),
+        cache_type: args.cache_type.cache_type.unwrap_or_default(),
         depths: args.depth.clone(),
         warmup_runs: warmup_runs(args),
         json_schema: match &args.json_schema {

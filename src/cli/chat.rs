@@ -2,7 +2,7 @@
 //! (threads, the model to load, a resumed conversation, the settings). The TUI gets the
 //! result ([`crate::tui::app::AppConfig`]) and never reads the command line itself.
 
-use super::SamplingArgs;
+use super::{RunArgs, SamplingArgs};
 use crate::config::Config;
 use crate::tui::{self, scan, state, State};
 use anyhow::{bail, Result};
@@ -22,15 +22,8 @@ pub struct ChatArgs {
     /// The system prompt (editable in the TUI with Ctrl+S).
     #[arg(long)]
     pub system: Option<String>,
-    /// KV-cache size in tokens, capped at the model's own context [default: 4096].
-    #[arg(long = "ctx-size")]
-    pub ctx_size: Option<usize>,
-    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
-    #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<crate::protocol::CacheType>,
-    /// Compute threads (default: the physical cores, as `taper ask`).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Most frames drawn per second while text streams [default: 15].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=120))]
     pub fps: Option<u32>,
@@ -44,7 +37,7 @@ pub struct ChatArgs {
 /// Runs the chat until the user quits.
 pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
     // Before any thread starts: candle reads these once.
-    crate::engine::threads::set_threads(args.threads.or(config.threads))?;
+    args.run.threads.apply(config)?;
     let resumed = match &args.resume {
         Some(arg) => {
             let dir = crate::sessions::sessions_dir();
@@ -131,9 +124,9 @@ fn initial_state(args: &ChatArgs, config: &Config) -> State {
         sampling: args.sampling.params(config),
         max_tokens: args.sampling.max_tokens(config),
     };
-    let context_size = args.ctx_size.unwrap_or(config.context_size());
+    let context_size = args.run.context_size(config);
     let models_dir = crate::models::models_dir(config);
     let mut state = State::new(settings, context_size, models_dir, Instant::now());
-    state.cache_type = args.cache_type.unwrap_or(config.cache_type());
+    state.cache_type = args.run.cache_type.resolve(config);
     state
 }

@@ -21,7 +21,7 @@ pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::Config;
 use crate::paths;
-use crate::protocol::SamplingParams;
+use crate::protocol::{CacheType, SamplingParams};
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -79,6 +79,58 @@ pub struct ModelArgs {
     /// A tokenizer.json to use instead of the vocabulary inside the GGUF.
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
+}
+
+/// The KV cache and compute-thread flags of the commands that answer (`chat`, `ask`, `serve`);
+/// an unset one falls back to the config file, then to the built-in default. (`bench` and
+/// `perplexity` share `--cache-type`, and `perplexity` `--threads`; their `--ctx-size` says
+/// other things: raised to what the prompts need, the scoring window.)
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct RunArgs {
+    /// KV-cache size in tokens, capped at the model's own context [default: 4096].
+    #[arg(long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    #[command(flatten)]
+    pub cache_type: CacheTypeArg,
+    #[command(flatten)]
+    pub threads: ThreadsArg,
+}
+
+impl RunArgs {
+    pub fn context_size(&self, config: &Config) -> usize {
+        self.ctx_size.unwrap_or(config.context_size())
+    }
+}
+
+/// `--cache-type`, of every command that fills a KV cache.
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct CacheTypeArg {
+    /// The KV cache's number format: f16, q8_0 or f32 [default: the config's, else f16].
+    #[arg(long = "cache-type", value_name = "TYPE")]
+    pub cache_type: Option<CacheType>,
+}
+
+impl CacheTypeArg {
+    /// The flag, else the config's, else f16.
+    pub fn resolve(&self, config: &Config) -> CacheType {
+        self.cache_type.unwrap_or(config.cache_type())
+    }
+}
+
+/// `--threads`, of every command that runs one model (`bench` takes a list to compare).
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct ThreadsArg {
+    /// Compute threads (default: the physical cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl ThreadsArg {
+    /// Sizes the compute pool: the flag, else the config's, else the physical cores. Once per
+    /// process, before a model is loaded.
+    pub fn apply(&self, config: &Config) -> Result<()> {
+        crate::engine::threads::set_threads(self.threads.or(config.threads))
+    }
 }
 
 /// Sampling flags shared by `ask` and `chat`; an unset one falls back to the config file, then
@@ -203,7 +255,7 @@ mod tests {
         assert!(cli.command.is_none());
         assert_eq!(cli.chat.model.as_deref(), Some("m.gguf"));
         assert_eq!(
-            (cli.chat.threads, cli.chat.resume.as_deref()),
+            (cli.chat.run.threads.threads, cli.chat.resume.as_deref()),
             (Some(2), Some(""))
         );
         let chat = Cli::try_parse_from(["taper", "chat", "-m", "m.gguf"]).expect("taper chat");

@@ -2,19 +2,17 @@
 //! computes it, and KL divergence against a base file of llama.cpp's format. Progress and the
 //! running estimate go to stderr, the result to stdout.
 
-use super::ModelArgs;
+use super::{CacheTypeArg, ModelArgs, ThreadsArg};
 use crate::config::Config;
 use crate::engine::generation::Generator;
 use crate::engine::gguf::GgufHeader;
 use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::{CacheOptions, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
-use crate::engine::threads::set_threads;
 use crate::models::resolve;
 use crate::perplexity::kld_file::{BaseReader, BaseShape, BaseWriter};
 use crate::perplexity::report::{self, RunFacts};
 use crate::perplexity::{evaluate, Scoring, Windows, DEFAULT_CTX};
-use crate::protocol::CacheType;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,13 +32,10 @@ pub struct PerplexityArgs {
     /// Score at most N windows [default: every whole window of the text].
     #[arg(long, value_name = "N")]
     pub chunks: Option<usize>,
-    /// The KV cache's number format: f16 (as llama.cpp's default), q8_0 or f32
-    /// [default: the config's, else f16].
-    #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<CacheType>,
-    /// Compute threads (default: the physical cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub cache_type: CacheTypeArg,
+    #[command(flatten)]
+    pub threads: ThreadsArg,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -54,7 +49,7 @@ pub struct PerplexityArgs {
 }
 
 pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
-    set_threads(args.threads.or(config.threads))?;
+    args.threads.apply(config)?;
     let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
     let text = read_text(&args.file)?;
     let header = GgufHeader::read(&model_path)?;
@@ -82,7 +77,7 @@ pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
         tokenizer_json,
         ..OpenOptions::new(CacheOptions {
             context: n_ctx,
-            cache_type: args.cache_type.unwrap_or(config.cache_type()),
+            cache_type: args.cache_type.resolve(config),
         })
     };
     let (mut model, mut model_text) = loader::open(&model_path, &open)?.into_text()?;

@@ -1,11 +1,9 @@
 //! `taper serve`: its flags, resolved over the config file into [`ServeOptions`].
 
-use super::ModelArgs;
+use super::{ModelArgs, RunArgs};
 use crate::config::Config;
 use crate::engine::model::CacheOptions;
-use crate::engine::threads::set_threads;
 use crate::models::resolve;
-use crate::protocol::CacheType;
 use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
 use anyhow::{bail, Result};
 use clap::Args;
@@ -22,6 +20,11 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_CONNECTIONS: usize = 512;
 
 #[derive(Debug, Args)]
+// Each slot has a KV cache of its own, and the help says so.
+#[command(mut_arg("ctx_size", |a| a.help(
+    "KV-cache size of each slot in tokens, capped at the model's own context \
+     [default: the config's, 4096]"
+)))]
 pub struct ServeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
@@ -34,16 +37,8 @@ pub struct ServeArgs {
     /// Requests answered at once, decoded together; each slot has its own KV cache.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
-    /// KV-cache size of each slot in tokens, capped at the model's own context
-    /// [default: the config's, 4096].
-    #[arg(long = "ctx-size")]
-    pub ctx_size: Option<usize>,
-    /// The KV cache's number format: f16, q8_0 or f32 [default: f16].
-    #[arg(long = "cache-type", value_name = "TYPE")]
-    pub cache_type: Option<CacheType>,
-    /// Compute threads (default: the physical cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// The environment variable that holds the API key clients must send as a bearer token.
     #[arg(long = "api-key-env", value_name = "NAME")]
     pub api_key_env: Option<String>,
@@ -60,7 +55,7 @@ pub struct ServeArgs {
 }
 
 pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
-    set_threads(args.threads.or(config.threads))?;
+    args.run.threads.apply(config)?;
     let api_key = match &args.api_key_env {
         Some(name) => match std::env::var(name) {
             Ok(key) if !key.is_empty() => Some(key),
@@ -72,7 +67,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
     serve::auth::check_bind(args.host, api_key.as_deref())?;
     let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
     let parallel = usize::from(args.parallel);
-    let context = args.ctx_size.unwrap_or(config.context_size());
+    let context = args.run.context_size(config);
     let default_max_tokens = args.max_tokens.unwrap_or(config.max_tokens());
     serve::serve(ServeOptions {
         model_path,
@@ -86,7 +81,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         parallel,
         cache: CacheOptions {
             context,
-            cache_type: args.cache_type.unwrap_or(config.cache_type()),
+            cache_type: args.run.cache_type.resolve(config),
         },
         api_key,
         queue: args.queue.unwrap_or(4 * parallel).max(1),

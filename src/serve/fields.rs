@@ -1,114 +1,109 @@
-//! Reading one field of a JSON request: absent or null is "not given", a value of the wrong
-//! type or outside its range is an error that names the field.
+//! The request fields whose JSON shapes serde's own types do not take: a whole number that may
+//! be written as 2.0, one string or several (`stop`, `prompt`), a message's content as a string
+//! or text parts. Each says in `expecting` what the field must
+//! be, so that a wrong value's error (named by serde_path_to_error) says it too.
 
-use super::error::ApiError;
-use serde_json::{Map, Value};
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+use std::fmt;
 
-pub type Object = Map<String, Value>;
+/// A whole number. 2.0 is one too (some clients send every number as a float); one beyond
+/// i64 is taken as i64's limit, which every range checked afterwards refuses or allows alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Whole(pub i64);
 
-/// The value of `name`, unless absent or null.
-fn given<'a>(obj: &'a Object, name: &str) -> Option<&'a Value> {
-    obj.get(name).filter(|v| !v.is_null())
-}
-
-/// A number in `min..=max`.
-pub fn number(obj: &Object, name: &str, min: f64, max: f64) -> Result<Option<f64>, ApiError> {
-    let Some(value) = given(obj, name) else {
-        return Ok(None);
-    };
-    match value.as_f64() {
-        Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-        Some(n) => Err(ApiError::field(
-            name,
-            format!("`{name}` must be between {min} and {max}, not {n}"),
-        )),
-        None => Err(ApiError::field(name, format!("`{name}` must be a number"))),
-    }
-}
-
-/// A whole number in `min..=max`.
-pub fn integer(obj: &Object, name: &str, min: i64, max: i64) -> Result<Option<i64>, ApiError> {
-    let Some(value) = given(obj, name) else {
-        return Ok(None);
-    };
-    // 2.0 is a whole number too (some clients send every number as a float).
-    let whole = value.as_i64().or_else(|| {
-        value
-            .as_f64()
-            .filter(|f| f.fract() == 0.0)
-            .map(|f| f as i64)
-    });
-    match whole {
-        Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-        Some(n) => Err(ApiError::field(
-            name,
-            format!("`{name}` must be between {min} and {max}, not {n}"),
-        )),
-        None => Err(ApiError::field(
-            name,
-            format!("`{name}` must be a whole number"),
-        )),
-    }
-}
-
-pub fn boolean(obj: &Object, name: &str) -> Result<Option<bool>, ApiError> {
-    match given(obj, name) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(ApiError::field(
-            name,
-            format!("`{name}` must be true or false"),
-        )),
-    }
-}
-
-pub fn string<'a>(obj: &'a Object, name: &str) -> Result<Option<&'a str>, ApiError> {
-    match given(obj, name) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::field(name, format!("`{name}` must be a string"))),
-    }
-}
-
-pub fn object<'a>(obj: &'a Object, name: &str) -> Result<Option<&'a Object>, ApiError> {
-    match given(obj, name) {
-        None => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o)),
-        Some(_) => Err(ApiError::field(name, format!("`{name}` must be an object"))),
-    }
-}
-
-/// `stop`: one string or an array of at most `max` strings (empty strings ignored).
-pub fn stop_strings(obj: &Object, max: usize, max_len: usize) -> Result<Vec<String>, ApiError> {
-    let strings: Vec<&Value> = match given(obj, "stop") {
-        None => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items.iter().collect(),
-        Some(one) => vec![one],
-    };
-    if strings.len() > max {
-        return Err(ApiError::field(
-            "stop",
-            format!("`stop` may hold at most {max} strings"),
-        ));
-    }
-    let mut out = Vec::new();
-    for s in strings {
-        match s.as_str() {
-            Some(s) if s.len() > max_len => {
-                return Err(ApiError::field(
-                    "stop",
-                    format!("each `stop` string may be at most {max_len} bytes"),
-                ))
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct WholeVisitor;
+        impl Visitor<'_> for WholeVisitor {
+            type Value = Whole;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a whole number")
             }
-            Some("") => {}
-            Some(s) => out.push(s.to_string()),
-            None => {
-                return Err(ApiError::field(
-                    "stop",
-                    "`stop` must be a string or an array of strings",
-                ))
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Whole, E> {
+                Ok(Whole(n))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Whole, E> {
+                Ok(Whole(i64::try_from(n).unwrap_or(i64::MAX)))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Whole, E> {
+                if n.fract() == 0.0 {
+                    // `as` saturates: 1e300 is i64::MAX.
+                    Ok(Whole(n as i64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(n), &self))
+                }
             }
         }
+        deserializer.deserialize_any(WholeVisitor)
     }
-    Ok(out)
+}
+
+/// One string or an array of strings, in the order given: `stop`, and `prompt` (which takes
+/// only one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Strings(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StringsVisitor;
+        impl<'de> Visitor<'de> for StringsVisitor {
+            type Value = Strings;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of strings")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Strings, E> {
+                Ok(Strings(vec![s.to_string()]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strings, A::Error> {
+                let mut strings = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    strings.push(s);
+                }
+                Ok(Strings(strings))
+            }
+        }
+        deserializer.deserialize_any(StringsVisitor)
+    }
+}
+
+/// A message's content: a string, or `[{type: "text", text}]` parts joined (only text is
+/// understood).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Content(pub String);
+
+/// One part of a message's content.
+#[derive(serde::Deserialize)]
+struct Part {
+    #[serde(rename = "type")]
+    _kind: PartKind,
+    text: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PartKind {
+    Text,
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor;
+        impl<'de> Visitor<'de> for ContentVisitor {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of text parts")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content(s.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut text = String::new();
+                while let Some(part) = seq.next_element::<Part>()? {
+                    text.push_str(&part.text);
+                }
+                Ok(Content(text))
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor)
+    }
 }

@@ -1,11 +1,13 @@
 //! `/v1/chat/completions` and `/v1/completions` bodies, parsed and checked: every known field
 //! of the wrong type or range is a 400 naming it; unknown fields are ignored, as OpenAI's
-//! clients send many.
+//! clients send many. Types are checked by serde (the field's path, e.g.
+//! `messages[1].content`, from serde_path_to_error), ranges and sizes here afterwards.
 
 use super::error::ApiError;
-use super::fields::{self, Object};
+use super::fields::{Content, Strings, Whole};
 use crate::chat::{Message, Role};
 use crate::protocol::SamplingParams;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What the server accepts at most in one request.
@@ -43,6 +45,53 @@ pub struct Completion {
     pub presence_penalty: f32,
 }
 
+/// The fields read, each absent or null when not given. Both endpoints' prompt fields are here:
+/// the one the endpoint does not use is only type-checked.
+#[derive(Deserialize)]
+struct Body {
+    messages: Option<Vec<RequestMessage>>,
+    prompt: Option<Strings>,
+    n: Option<Whole>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+    max_completion_tokens: Option<Whole>,
+    max_tokens: Option<Whole>,
+    stop: Option<Strings>,
+    frequency_penalty: Option<f64>,
+    presence_penalty: Option<f64>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    min_p: Option<f64>,
+    repeat_penalty: Option<f64>,
+    top_k: Option<Whole>,
+    seed: Option<Whole>,
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "an object")]
+struct StreamOptions {
+    include_usage: Option<bool>,
+}
+
+/// One of `messages`: a role and its content.
+#[derive(Deserialize)]
+#[serde(expecting = "a {role, content} object")]
+struct RequestMessage {
+    role: RequestRole,
+    /// Absent or null in an assistant turn that only called tools.
+    content: Option<Content>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RequestRole {
+    /// OpenAI's newer name for the system prompt.
+    #[serde(alias = "developer")]
+    System,
+    User,
+    Assistant,
+}
+
 /// Parses a body; `chat` selects which endpoint's shape (messages or prompt) it must have.
 pub fn parse(
     body: &[u8],
@@ -52,60 +101,38 @@ pub fn parse(
 ) -> Result<Completion, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
-    let Value::Object(obj) = value else {
+    if !value.is_object() {
         return Err(ApiError::bad_request("the body must be a JSON object"));
-    };
+    }
+    // From a Value, serde_json's errors carry no line and column: the path says where.
+    let body: Body = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        ApiError::field(&path, format!("`{path}`: {}", e.inner()))
+    })?;
     let prompt = if chat {
-        Prompt::Chat(messages(&obj, limits.max_messages)?)
+        Prompt::Chat(messages(body.messages, limits.max_messages)?)
     } else {
-        Prompt::Raw(raw_prompt(&obj)?)
+        Prompt::Raw(raw_prompt(body.prompt)?)
     };
-    if let Some(n) = fields::integer(&obj, "n", 1, 128)? {
+    if let Some(n) = whole("n", body.n, 1, 128)? {
         if n != 1 {
             return Err(ApiError::field("n", "only `n` = 1 is supported"));
         }
     }
-    let stream = fields::boolean(&obj, "stream")?.unwrap_or(false);
-    let include_usage = match fields::object(&obj, "stream_options")? {
-        Some(options) => fields::boolean(options, "include_usage")
-            .map_err(|_| {
-                ApiError::field(
-                    "stream_options.include_usage",
-                    "`stream_options.include_usage` must be true or false",
-                )
-            })?
-            .unwrap_or(false),
-        None => false,
-    };
-    let max_tokens = match fields::integer(&obj, "max_completion_tokens", 1, i64::MAX)? {
-        Some(n) => Some(n),
-        None => fields::integer(&obj, "max_tokens", 1, i64::MAX)?,
+    let max_tokens = match body.max_completion_tokens {
+        Some(n) => whole("max_completion_tokens", Some(n), 1, i64::MAX)?,
+        None => whole("max_tokens", body.max_tokens, 1, i64::MAX)?,
     };
     let max_tokens = max_tokens.map(|n| (n as u64).min(limits.max_tokens as u64) as usize);
-    Ok(Completion {
-        prompt,
-        stream,
-        include_usage,
-        sampling: sampling(&obj, defaults)?,
-        max_tokens,
-        stop: fields::stop_strings(&obj, MAX_STOPS, MAX_STOP_BYTES)?,
-        frequency_penalty: fields::number(&obj, "frequency_penalty", -2.0, 2.0)?.unwrap_or(0.0)
-            as f32,
-        presence_penalty: fields::number(&obj, "presence_penalty", -2.0, 2.0)?.unwrap_or(0.0)
-            as f32,
-    })
-}
-
-/// Sampling fields over the server's defaults.
-fn sampling(obj: &Object, defaults: &SamplingParams) -> Result<SamplingParams, ApiError> {
-    let f = |name, min, max| fields::number(obj, name, min, max).map(|v| v.map(|v| v as f32));
-    let seed = fields::integer(obj, "seed", i64::MIN, i64::MAX)?;
-    Ok(SamplingParams {
-        temperature: f("temperature", 0.0, 2.0)?.unwrap_or(defaults.temperature),
-        top_p: f("top_p", 0.0, 1.0)?.unwrap_or(defaults.top_p),
-        min_p: f("min_p", 0.0, 1.0)?.unwrap_or(defaults.min_p),
-        repeat_penalty: f("repeat_penalty", 0.0, 10.0)?.unwrap_or(defaults.repeat_penalty),
-        top_k: fields::integer(obj, "top_k", 0, 1 << 20)?.map_or(defaults.top_k, |k| k as usize),
+    let seed = whole("seed", body.seed, i64::MIN, i64::MAX)?;
+    let sampling = SamplingParams {
+        temperature: number("temperature", body.temperature, 0.0, 2.0)?
+            .unwrap_or(defaults.temperature),
+        top_p: number("top_p", body.top_p, 0.0, 1.0)?.unwrap_or(defaults.top_p),
+        min_p: number("min_p", body.min_p, 0.0, 1.0)?.unwrap_or(defaults.min_p),
+        repeat_penalty: number("repeat_penalty", body.repeat_penalty, 0.0, 10.0)?
+            .unwrap_or(defaults.repeat_penalty),
+        top_k: whole("top_k", body.top_k, 0, 1 << 20)?.map_or(defaults.top_k, |k| k as usize),
         // llama-server's convention: a negative seed asks for a random one.
         seed: match seed {
             Some(s) if s >= 0 => Some(s as u64),
@@ -113,12 +140,78 @@ fn sampling(obj: &Object, defaults: &SamplingParams) -> Result<SamplingParams, A
             None => defaults.seed,
         },
         ..defaults.clone()
+    };
+    Ok(Completion {
+        prompt,
+        stream: body.stream.unwrap_or(false),
+        include_usage: body
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false),
+        sampling,
+        max_tokens,
+        stop: stop_strings(body.stop.unwrap_or_default())?,
+        frequency_penalty: number("frequency_penalty", body.frequency_penalty, -2.0, 2.0)?
+            .unwrap_or(0.0),
+        presence_penalty: number("presence_penalty", body.presence_penalty, -2.0, 2.0)?
+            .unwrap_or(0.0),
     })
 }
 
+/// A number given for `name`, if in `min..=max`.
+fn number(name: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f32>, ApiError> {
+    match value {
+        Some(n) if !(min..=max).contains(&n) => Err(ApiError::field(
+            name,
+            format!("`{name}` must be between {min} and {max}, not {n}"),
+        )),
+        n => Ok(n.map(|n| n as f32)),
+    }
+}
+
+/// A whole number given for `name`, if in `min..=max`.
+fn whole(name: &str, value: Option<Whole>, min: i64, max: i64) -> Result<Option<i64>, ApiError> {
+    match value {
+        Some(Whole(n)) if !(min..=max).contains(&n) => Err(ApiError::field(
+            name,
+            format!("`{name}` must be between {min} and {max}, not {n}"),
+        )),
+        n => Ok(n.map(|Whole(n)| n)),
+    }
+}
+
+/// `stop`: at most [`MAX_STOPS`] strings of at most [`MAX_STOP_BYTES`]; empty ones ignored.
+fn stop_strings(Strings(strings): Strings) -> Result<Vec<String>, ApiError> {
+    if strings.len() > MAX_STOPS {
+        return Err(ApiError::field(
+            "stop",
+            format!("`stop` may hold at most {MAX_STOPS} strings"),
+        ));
+    }
+    if strings.iter().any(|s| s.len() > MAX_STOP_BYTES) {
+        return Err(ApiError::field(
+            "stop",
+            format!("each `stop` string may be at most {MAX_STOP_BYTES} bytes"),
+        ));
+    }
+    Ok(strings.into_iter().filter(|s| !s.is_empty()).collect())
+}
+
+/// `prompt`: a string, or an array holding one string.
+fn raw_prompt(prompt: Option<Strings>) -> Result<String, ApiError> {
+    match prompt.map(|Strings(s)| <[String; 1]>::try_from(s)) {
+        Some(Ok([prompt])) => Ok(prompt),
+        Some(Err(_)) => Err(ApiError::field(
+            "prompt",
+            "`prompt` may hold one string only",
+        )),
+        None => Err(ApiError::field("prompt", "`prompt` must be a string")),
+    }
+}
+
 /// `messages`: a non-empty array of at most `max` {role, content} objects.
-fn messages(obj: &Object, max: usize) -> Result<Vec<Message>, ApiError> {
-    let Some(Value::Array(items)) = obj.get("messages") else {
+fn messages(items: Option<Vec<RequestMessage>>, max: usize) -> Result<Vec<Message>, ApiError> {
+    let Some(items) = items else {
         return Err(ApiError::field(
             "messages",
             "`messages` must be an array of {role, content} objects",
@@ -136,79 +229,17 @@ fn messages(obj: &Object, max: usize) -> Result<Vec<Message>, ApiError> {
             ),
         ));
     }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, m)| message(i, m))
-        .collect()
-}
-
-fn message(i: usize, value: &Value) -> Result<Message, ApiError> {
-    let field = |what: &str| format!("messages[{i}].{what}");
-    let Value::Object(m) = value else {
-        return Err(ApiError::field(
-            &format!("messages[{i}]"),
-            format!("`messages[{i}]` must be an object"),
-        ));
-    };
-    let role = match m.get("role").and_then(Value::as_str) {
-        Some("system") | Some("developer") => Role::System,
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        _ => {
-            return Err(ApiError::field(
-                &field("role"),
-                format!("`{}` must be system, user or assistant", field("role")),
-            ))
-        }
-    };
-    let content = match m.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        // An assistant turn that only called tools has no content.
-        None | Some(Value::Null) => String::new(),
-        // Content parts: only text is understood.
-        Some(Value::Array(parts)) => text_parts(parts)
-            .ok_or_else(|| ApiError::field(&field("content"), text_only(&field("content"))))?,
-        Some(_) => {
-            return Err(ApiError::field(
-                &field("content"),
-                text_only(&field("content")),
-            ))
-        }
-    };
-    Ok(Message::new(role, content))
-}
-
-fn text_only(field: &str) -> String {
-    format!("`{field}` must be a string or an array of text parts")
-}
-
-/// The text of `[{type: "text", text}]` parts, joined; None if a part is not text.
-fn text_parts(parts: &[Value]) -> Option<String> {
-    let mut text = String::new();
-    for part in parts {
-        if part.get("type")?.as_str()? != "text" {
-            return None;
-        }
-        text.push_str(part.get("text")?.as_str()?);
-    }
-    Some(text)
-}
-
-/// `prompt`: a string, or an array holding one string.
-fn raw_prompt(obj: &Object) -> Result<String, ApiError> {
-    let bad = || ApiError::field("prompt", "`prompt` must be a string");
-    match obj.get("prompt") {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(items)) if items.len() == 1 => {
-            items[0].as_str().map(str::to_string).ok_or_else(bad)
-        }
-        Some(Value::Array(_)) => Err(ApiError::field(
-            "prompt",
-            "`prompt` may hold one string only",
-        )),
-        _ => Err(bad()),
-    }
+    Ok(items
+        .into_iter()
+        .map(|m| {
+            let role = match m.role {
+                RequestRole::System => Role::System,
+                RequestRole::User => Role::User,
+                RequestRole::Assistant => Role::Assistant,
+            };
+            Message::new(role, m.content.map(|c| c.0).unwrap_or_default())
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -52,9 +52,10 @@ fn wrong_types_and_ranges_name_the_field() {
         param(&format!(r#"{{{m},"max_tokens":1.5}}"#)).as_deref(),
         Some("max_tokens")
     );
+    // The element, not only the array.
     assert_eq!(
         param(&format!(r#"{{{m},"stop":[1]}}"#)).as_deref(),
-        Some("stop")
+        Some("stop[0]")
     );
     assert_eq!(
         param(&format!(r#"{{{m},"stream":"yes"}}"#)).as_deref(),
@@ -103,4 +104,63 @@ fn completions_take_a_prompt_string() {
     )
     .unwrap_err();
     assert_eq!(e.param.as_deref(), Some("prompt"));
+}
+
+#[test]
+fn errors_name_the_path_and_the_problem() {
+    let err = chat(
+        r#"{"messages":[{"role":"user","content":"hi"},
+            {"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url"}]}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("messages[1].content[1].type"));
+    assert!(
+        err.message
+            .starts_with("`messages[1].content[1].type`: unknown variant `image_url`"),
+        "{}",
+        err.message
+    );
+    let err = chat(r#"{"messages":[{"role":"user","content":"hi"}],"top_p":"most"}"#).unwrap_err();
+    assert!(
+        err.message.contains("`top_p`") && err.message.contains("invalid type: string"),
+        "{}",
+        err.message
+    );
+    let err = chat(r#"{"messages":[{"content":"hi"}]}"#).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("messages[0]"));
+    assert!(
+        err.message.contains("missing field `role`"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn whole_numbers_stops_and_prompts_keep_their_rules() {
+    let m = r#""messages":[{"role":"developer","content":null},{"role":"user","content":"hi"}]"#;
+    let c = chat(&format!(
+        r#"{{{m},"max_tokens":20.0,"n":1,"seed":-1,"stop":["","a"]}}"#
+    ))
+    .expect("valid");
+    assert_eq!(
+        c.prompt,
+        Prompt::Chat(vec![Message::system(""), Message::user("hi")])
+    );
+    assert_eq!((c.max_tokens, c.sampling.seed), (Some(20), None));
+    assert_eq!(c.stop, vec!["a".to_string()]);
+    let err = chat(&format!(r#"{{{m},"stop":["a","b","c","d","e"]}}"#)).unwrap_err();
+    assert!(err.message.contains("at most 4"), "{}", err.message);
+    let long = "x".repeat(MAX_STOP_BYTES + 1);
+    let err = chat(&format!(r#"{{{m},"stop":"{long}"}}"#)).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("stop"));
+    let err = chat(&format!(r#"{{{m},"top_k":-1}}"#)).unwrap_err();
+    assert!(err.message.contains("between 0 and"), "{}", err.message);
+    let raw = |body: &str| parse(body.as_bytes(), false, &SamplingParams::default(), &LIMITS);
+    assert_eq!(
+        raw(r#"{"prompt":["Once"]}"#).unwrap().prompt,
+        Prompt::Raw("Once".into())
+    );
+    let err = raw(r#"{"prompt":["a","b"]}"#).unwrap_err();
+    assert!(err.message.contains("one string only"), "{}", err.message);
+    assert_eq!(raw(r#"{}"#).unwrap_err().param.as_deref(), Some("prompt"));
 }

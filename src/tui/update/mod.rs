@@ -1,7 +1,7 @@
 //! The TUI's logic: `update(state, msg, now)` changes the state and returns the effects to
 //! carry out. Pure: no I/O, no clock of its own, no randomness and no terminal; whatever has
 //! a side effect is an [`Effect`] the app performs, and its result comes back as a [`Msg`].
-//! So every behaviour is a unit test away (tests/tui_update.rs).
+//! So every behaviour is a unit test away (tests/tui/update.rs).
 //!
 //! The helpers are children of this module, each for one job: `turn` (asking, stopping,
 //! loading), `engine` (what the worker reports), `copy`, `downloads`, `sessions`, and

@@ -1,0 +1,23 @@
+//! The TUI's tests in one binary: `update`, the keymap, Markdown and screen snapshots without a
+//! terminal; the real binary in tmux (e2e, abuse, download, speed); long and remote sessions.
+
+#[path = "../support/common.rs"]
+mod common;
+#[path = "../support/hub_server.rs"]
+mod hub_server;
+#[path = "../support/llama_server.rs"]
+mod llama_server;
+#[path = "../support/tui/mod.rs"]
+mod tui_support;
+
+mod abuse;
+mod download;
+mod e2e;
+mod keymap;
+mod long_session;
+mod markdown;
+mod remote;
+mod sessions;
+mod snapshots;
+mod speed;
+mod update;
