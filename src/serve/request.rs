@@ -6,7 +6,7 @@
 use super::error::ApiError;
 use super::fields::{Content, Strings, Whole};
 use crate::chat::{Message, Role};
-use crate::protocol::SamplingParams;
+use crate::protocol::{Constraint, SamplingParams};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,6 +43,9 @@ pub struct Completion {
     pub stop: Vec<String>,
     pub frequency_penalty: f32,
     pub presence_penalty: f32,
+    /// What the answer must match (`response_format`, or llama-server's `grammar` and
+    /// `json_schema`), with the field that asked for it.
+    pub constraint: Option<(&'static str, Constraint)>,
 }
 
 /// The fields read, each absent or null when not given. Both endpoints' prompt fields are here:
@@ -65,6 +68,28 @@ struct Body {
     repeat_penalty: Option<f64>,
     top_k: Option<Whole>,
     seed: Option<Whole>,
+    response_format: Option<ResponseFormat>,
+    /// llama-server's extension: a grammar (here in llguidance's Lark syntax).
+    grammar: Option<String>,
+    /// llama-server's extension: a JSON Schema, without `response_format` around it.
+    json_schema: Option<Value>,
+}
+
+/// OpenAI's `response_format`.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(expecting = "an object whose `type` is text, json_object or json_schema")]
+enum ResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema { json_schema: JsonSchemaFormat },
+}
+
+#[derive(Deserialize)]
+#[serde(expecting = "a {name, schema, strict} object")]
+struct JsonSchemaFormat {
+    /// Absent: any JSON object, as `json_object`.
+    schema: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +150,7 @@ pub fn parse(
     };
     let max_tokens = max_tokens.map(|n| (n as u64).min(limits.max_tokens as u64) as usize);
     let seed = whole("seed", body.seed, i64::MIN, i64::MAX)?;
+    let constraint = constraint(body.response_format, body.grammar, body.json_schema)?;
     let sampling = SamplingParams {
         temperature: number("temperature", body.temperature, 0.0, 2.0)?
             .unwrap_or(defaults.temperature),
@@ -155,7 +181,38 @@ pub fn parse(
             .unwrap_or(0.0),
         presence_penalty: number("presence_penalty", body.presence_penalty, -2.0, 2.0)?
             .unwrap_or(0.0),
+        constraint,
     })
+}
+
+/// The one constraint a request may ask for, and which field asked.
+fn constraint(
+    format: Option<ResponseFormat>,
+    grammar: Option<String>,
+    json_schema: Option<Value>,
+) -> Result<Option<(&'static str, Constraint)>, ApiError> {
+    let format = match format {
+        None | Some(ResponseFormat::Text) => None,
+        Some(ResponseFormat::JsonObject) => Some(Constraint::JsonObject),
+        Some(ResponseFormat::JsonSchema { json_schema }) => Some(match json_schema.schema {
+            Some(schema) => Constraint::JsonSchema(schema),
+            None => Constraint::JsonObject,
+        }),
+    };
+    let asked = [
+        format.map(|c| ("response_format", c)),
+        grammar.map(|g| ("grammar", Constraint::Lark(g))),
+        json_schema.map(|s| ("json_schema", Constraint::JsonSchema(s))),
+    ];
+    let mut asked = asked.into_iter().flatten();
+    let first = asked.next();
+    if let (Some((a, _)), Some((b, _))) = (&first, asked.next()) {
+        return Err(ApiError::field(
+            b,
+            format!("`{a}` and `{b}` both constrain the answer; give one"),
+        ));
+    }
+    Ok(first)
 }
 
 /// A number given for `name`, if in `min..=max`.

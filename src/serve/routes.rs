@@ -9,7 +9,7 @@ use super::stream;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::prompt::ModelText;
 use crate::engine::{Refused, Submitter};
-use crate::protocol::{self, EngineEvent, GenerateRequest, SamplingParams};
+use crate::protocol::{self, Constraint, EngineEvent, GenerateRequest, SamplingParams};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -106,11 +106,16 @@ async fn answer(
     let bytes = read_body(&s, &headers, body).await?;
     let request = request::parse(&bytes, chat, &s.defaults, &s.limits)?;
     let state = s.clone();
-    let prompt = request.prompt.clone();
-    // Templating and tokenizing are CPU work: off the connection threads.
-    let tokens = tokio::task::spawn_blocking(move || state.prompt_ids(&prompt))
-        .await
-        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
+    let (prompt, constraint) = (request.prompt.clone(), request.constraint.clone());
+    // Templating, tokenizing and compiling a grammar are CPU work: off the connection threads.
+    let tokens = tokio::task::spawn_blocking(move || {
+        if let Some((field, constraint)) = &constraint {
+            state.check_constraint(field, constraint)?;
+        }
+        state.prompt_ids(&prompt)
+    })
+    .await
+    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
     let (events, meta) = s.queue(tokens, &request, chat, asked)?;
     if request.stream {
         Ok(stream::respond(meta, chat, request.include_usage, events))
@@ -175,6 +180,19 @@ impl AppState {
         Ok(ids)
     }
 
+    /// A schema or grammar the engine cannot use is the client's mistake: a 400 naming the
+    /// field, before the request is queued.
+    fn check_constraint(&self, field: &str, constraint: &Constraint) -> Result<(), ApiError> {
+        let grammars = self
+            .text
+            .grammars()
+            .map_err(|e| ApiError::field(field, format!("{e:#}")))?;
+        grammars
+            .start(constraint)
+            .map(drop)
+            .map_err(|e| ApiError::field(field, format!("`{field}`: {e:#}")))
+    }
+
     /// Hands the request to the engine; a full queue is a 503.
     fn queue(
         &self,
@@ -202,7 +220,7 @@ impl AppState {
             max_tokens,
             stop: request.stop.clone(),
             remember_answer: chat,
-            constraint: None,
+            constraint: request.constraint.clone().map(|(_, c)| c),
         };
         self.engine
             .submit(job, asked, events, self.queue)

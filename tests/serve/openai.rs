@@ -1,19 +1,27 @@
 //! The official `openai` Python package (installed from PyPI into a virtual environment in
 //! the user's cache, outside the repository) against `taper serve` with the SmolLM2 test
-//! model: models list, chat whole and streamed, completions, an error.
+//! model: models list, chat whole and streamed, completions, an error; structured output
+//! checked with `jsonschema`.
 
 use crate::serve_support::Server;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
-/// `~/.cache/taper-test-venv` with `openai` installed, made once per machine.
+/// `~/.cache/taper-test-venv` with `openai` and `jsonschema` installed, made once per machine
+/// (and once per run: the tests of this file would otherwise install into it at once).
 fn venv_python() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(make_venv).clone()
+}
+
+fn make_venv() -> PathBuf {
     let home = std::env::var_os("HOME").expect("HOME");
     let venv = PathBuf::from(home).join(".cache/taper-test-venv");
     let python = venv.join("bin/python");
     let has_openai = |python: &PathBuf| {
         Command::new(python)
-            .args(["-c", "import openai"])
+            .args(["-c", "import openai, jsonschema"])
             .status()
             .is_ok_and(|s| s.success())
     };
@@ -31,22 +39,24 @@ fn venv_python() -> PathBuf {
         venv.display()
     );
     let installed = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "openai"])
+        .args(["install", "--quiet", "openai", "jsonschema"])
         .status()
-        .expect("pip install openai");
-    assert!(installed.success(), "pip install openai failed");
+        .expect("pip install openai jsonschema");
+    assert!(installed.success(), "pip install openai jsonschema failed");
     assert!(
         has_openai(&python),
-        "openai is not importable after installing it"
+        "openai or jsonschema is not importable after installing them"
     );
     python
 }
 
-#[test]
-fn the_official_openai_client_works_against_taper_serve() {
+/// Runs `tests/serve/SCRIPT` against a server with `flags`; its last line says `ok`.
+fn run_script(script: &str, flags: &[&str], ok: &str) {
     let python = venv_python();
-    let server = Server::start(&["--parallel", "2", "--ctx-size", "512"]);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve/openai.py");
+    let server = Server::start(flags);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/serve")
+        .join(script);
     let out = Command::new(python)
         .arg(script)
         .arg(format!("{}/v1", server.url))
@@ -56,5 +66,23 @@ fn the_official_openai_client_works_against_taper_serve() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("openai client: ok"), "{stdout}");
+    assert!(stdout.contains(ok), "{stdout}");
+}
+
+#[test]
+fn the_official_openai_client_works_against_taper_serve() {
+    run_script(
+        "openai_client.py",
+        &["--parallel", "2", "--ctx-size", "512"],
+        "openai client: ok",
+    );
+}
+
+#[test]
+fn structured_output_is_valid_for_every_seed_and_alike_alone_or_batched() {
+    run_script(
+        "structured_output.py",
+        &["--parallel", "4", "--ctx-size", "512"],
+        "structured output: ok",
+    );
 }

@@ -1,4 +1,4 @@
-"""The official `openai` Python package against `taper serve` (run by tests/serve/openai.rs).
+"""The official `openai` Python package against `taper serve` (run by tests/serve/openai.rs; not named openai.py, which would shadow the package).
 
 argv: BASE_URL MODEL_ID. Exits non-zero (with the reason) when anything is not as an OpenAI
 client expects.
