@@ -2,15 +2,15 @@
 //! the supported architectures switch on (biases, fused projections, per-head norms, sandwich
 //! norms, Gemma 4's shared KV and per-layer inputs).
 
+use super::arch::config::{Arch, ModelConfig};
 use super::attention::{attention_into, AttentionShape};
-use super::config::{Arch, ModelConfig};
-use super::kernel_path;
 use super::kernels::Isa;
 use super::kv_cache::KvCache;
-use super::linear::{forward_group_in, QLinear};
 use super::rope::RopeTable;
-use super::scratch::{PassScratch, Pooled};
+use super::runtime::kernel_path;
+use super::runtime::scratch::{PassScratch, Pooled};
 use super::vecmath;
+use super::weights::linear::{forward_group_in, QLinear};
 use super::weights::WeightFile;
 use anyhow::Result;
 

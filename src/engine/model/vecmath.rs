@@ -20,13 +20,13 @@ pub(crate) enum Level {
     Avx512,
 }
 
-/// The best level this CPU has, within what `TAPER_KERNELS` allows ([`super::kernel_path`]).
+/// The best level this CPU has, within what `TAPER_KERNELS` allows ([`super::runtime::kernel_path`]).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            use super::kernel_path::{forced, Forced};
+            use super::runtime::kernel_path::{forced, Forced};
             let forced = forced();
             if forced == Forced::Scalar {
                 return Level::Baseline;

@@ -1,4 +1,4 @@
-//! Quantized dot-product kernels for [`super::linear::QLinear`], organised around the data:
+//! Quantized dot-product kernels for [`super::weights::linear::QLinear`], organised around the data:
 //!
 //! - [`mod@format`]: the GGUF formats with kernels, one table row each (block size, the layout a
 //!   file stores, the layout it is repacked into);

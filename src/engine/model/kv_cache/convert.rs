@@ -2,7 +2,7 @@
 //! AVX-512, AVX2 and the baseline): f16 and q8_0 rows read back as f32, and a q8_0 block
 //! quantized. Every conversion is exact or rounds the same way on every path.
 
-use crate::engine::model::f16_lanes::f16_bits_to_f32;
+use crate::engine::model::attention::f16_lanes::f16_bits_to_f32;
 use crate::engine::model::vecmath::{multiversion, round_inline};
 
 /// `dst[i] = src[i]` for f16 bits `src`: with F16C's conversion instruction where the CPU has
@@ -22,8 +22,8 @@ pub fn f16_to_f32(src: &[u16], dst: &mut [f32]) {
 fn has_f16c() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
-        let allowed = crate::engine::model::kernel_path::forced()
-            != crate::engine::model::kernel_path::Forced::Scalar;
+        let allowed = crate::engine::model::runtime::kernel_path::forced()
+            != crate::engine::model::runtime::kernel_path::Forced::Scalar;
         allowed && is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c")
     })
 }

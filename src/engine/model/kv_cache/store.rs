@@ -9,8 +9,8 @@
 
 use super::convert;
 use super::zeroed::Zeroed;
+use crate::engine::model::attention::numbers::{KeyRuns, Numbers};
 use crate::engine::model::attention::{KEY_STRIDE, TILE};
-use crate::engine::model::attention_numbers::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::str::FromStr;

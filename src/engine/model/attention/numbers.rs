@@ -1,6 +1,6 @@
 //! What attention reads: a tile's keys and a run of values, as f32 or as the KV cache's f16
 //! numbers converted exactly as they are loaded, and the loads the scoring and weighting loops
-//! of [`super::attention_block`] make from either, `N` lanes at a time.
+//! of [`super::block`] make from either, `N` lanes at a time.
 
 use super::f16_lanes::f16_lanes;
 
@@ -27,7 +27,7 @@ pub(super) trait Source: Copy {
     /// How many numbers there are.
     fn len(self) -> usize;
     /// [`Self::lanes`] without the bounds check, for the innermost loops of
-    /// [`super::attention_block`], which check their whole range once before they start (a
+    /// [`super::block`], which check their whole range once before they start (a
     /// check and a branch per load were about a third of the scoring loop's instructions).
     ///
     /// # Safety
@@ -38,7 +38,7 @@ pub(super) trait Source: Copy {
 }
 
 /// Asks for the cache line holding `x[at]` (nothing past the end of `x`): the streaming loops
-/// of [`super::attention_stream`] read the cache from memory, and the hardware prefetchers
+/// of [`super::stream`] read the cache from memory, and the hardware prefetchers
 /// alone kept too few lines in flight.
 #[inline(always)]
 fn prefetch_line<T>(x: &[T], at: usize) {

@@ -16,10 +16,16 @@
 //! work even with few KV heads, deep in a long context (decode: many tiles) or at its start
 //! (prefill: many query blocks). Each unit reads its tile of keys and values once, converted
 //! to f32 from the cache's format, for all the query heads that share the KV head; those rows
-//! are scored and weighted together ([`super::attention_block`]), each load serving several.
+//! are scored and weighted together ([`block`]), each load serving several.
 
-use super::attention_block::{score_rows, softmax_rows, LANES};
-use super::attention_weigh::weigh_values;
+mod block;
+pub(super) mod f16_lanes;
+pub(super) mod numbers;
+mod stream;
+mod weigh;
+
+use self::block::{score_rows, softmax_rows, LANES};
+use self::weigh::weigh_values;
 use super::kv_cache::LayerCache;
 use super::vecmath::exp_inline;
 use rayon::prelude::*;
@@ -288,5 +294,5 @@ impl<'o> Merged<'o> {
 }
 
 #[cfg(test)]
-#[path = "attention_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

@@ -19,15 +19,15 @@
 //! are or how the columns were split between threads.
 //!
 //! `TAPER_KERNELS=candle` (every matrix through `QMatMul`), `=scalar` (no SIMD) or `=avx2` (no
-//! AVX-512) is read once, for comparisons ([`super::kernel_path`]). `=exact` is the reference the others are measured
+//! AVX-512) is read once, for comparisons ([`crate::engine::model::runtime::kernel_path`]). `=exact` is the reference the others are measured
 //! against (`taper perplexity`): every matrix dequantized to f32 at load and multiplied by f32
 //! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
-use super::kernel_path::{self, Forced};
-use super::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use super::mapped::{MappedBytes, WeightFile};
 use super::matmul::{quantized_matmul, Mat};
-use super::scratch::{PassScratch, Pooled};
-use super::weights::MappedBytes;
+use crate::engine::model::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use crate::engine::model::runtime::kernel_path::{self, Forced};
+use crate::engine::model::runtime::scratch::{PassScratch, Pooled};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
 use memmap2::{Mmap, MmapMut};
@@ -128,6 +128,22 @@ fn repacked(
             .map(|map| (WeightBytes::Anon(map, len), packed_layout))
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )
+}
+
+/// Building a layer from the file belongs with the layer, so that the mapped file knows
+/// nothing of what is built on it.
+impl WeightFile<'_> {
+    /// A linear layer `y = x · Wᵀ` over the matrix `name`, checked to be `[cols_in, rows_out]`
+    /// in ggml order. Formats our kernels compute are read in place from the map.
+    pub fn linear(&self, name: &str, cols_in: usize, rows_out: usize) -> anyhow::Result<QLinear> {
+        self.expect_dims(name, &[cols_in, rows_out])?;
+        let info = self.info(name)?;
+        if let Some(linear) = QLinear::from_mapped(self.bytes(info)?, info.dtype, cols_in, rows_out)
+        {
+            return Ok(linear);
+        }
+        Ok(QLinear::from_arc(self.qtensor(info)?)?)
+    }
 }
 
 impl QLinear {
