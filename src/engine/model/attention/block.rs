@@ -16,9 +16,10 @@
 //! instruction on AVX2 and AVX-512 (and NEON), and libm's correctly rounded `fmaf` on an x86
 //! baseline, slower but only taken by CPUs without AVX2 or with `TAPER_KERNELS=scalar`.
 
-use super::numbers::{F16s, F32s, KeyRuns, Keys, Numbers, Source};
+use super::numbers::{F16s, F32s, Keys, Source};
 use super::stream::{score_stream, STREAM_ROWS};
-use super::TILE;
+use crate::engine::model::kv_cache::TILE;
+use crate::engine::model::kv_cache::{KeyRuns, Numbers};
 use crate::engine::model::vecmath::{exp_inline, isa, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).

@@ -26,16 +26,10 @@ mod weigh;
 
 use self::block::{score_rows, softmax_rows, LANES};
 use self::weigh::weigh_values;
-use super::kv_cache::LayerCache;
+use super::kv_cache::{LayerCache, TILE};
 use super::vecmath::exp_inline;
 use rayon::prelude::*;
 
-/// Positions per tile of keys.
-pub const TILE: usize = 256;
-/// Distance between a tile's dimensions in its f32 copy: not a multiple of 4 KB (a tile's
-/// 256 floats are 1 KB), so that the runs of a block of keys fall in different sets of the
-/// first-level cache instead of evicting each other.
-pub const KEY_STRIDE: usize = TILE + 16;
 /// Queries per unit of work.
 const QUERY_BLOCK: usize = 16;
 /// Rows (queries × the query heads of a KV head) up to which a unit reads an f16 cache in

@@ -4,23 +4,6 @@
 
 use super::f16_lanes::f16_lanes;
 
-/// Numbers attention reads (a tile's keys, a run of values): f32, or the cache's f16 bits,
-/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
-/// so a result does not depend on which one it read.
-#[derive(Debug, Clone, Copy)]
-pub enum Numbers<'a> {
-    F32(&'a [f32]),
-    F16(&'a [u16]),
-}
-
-/// A tile's keys, transposed: for each dimension a run of the tile's positions, `stride`
-/// numbers apart.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyRuns<'a> {
-    pub numbers: Numbers<'a>,
-    pub stride: usize,
-}
-
 /// Where the loops load their numbers from, `N` at a time as f32.
 pub(super) trait Source: Copy {
     fn lanes<const N: usize>(self, at: usize) -> [f32; N];

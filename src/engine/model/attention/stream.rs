@@ -18,7 +18,7 @@
 
 use super::block::LANES;
 use super::numbers::{Keys, Source};
-use super::TILE;
+use crate::engine::model::kv_cache::TILE;
 
 /// The most rows these loops take: their weights for two positions (or query values for two
 /// dimensions) stay in registers, four rows at a time.

@@ -3,9 +3,10 @@
 //! stay in registers, every row's sum in position order whatever the block.
 
 use super::block::LANES;
-use super::numbers::{F16s, F32s, Numbers, Source};
+use super::numbers::{F16s, F32s, Source};
 use super::stream::{weigh_stream, STREAM_ROWS};
-use super::TILE;
+use crate::engine::model::kv_cache::Numbers;
+use crate::engine::model::kv_cache::TILE;
 use crate::engine::model::vecmath::{isa, multiversion};
 
 multiversion! {

@@ -8,15 +8,11 @@
 //! key; q8_0 keys keep one scale per 32 dimensions of each position.
 
 use super::convert;
+use super::layout::{KeyRuns, Numbers, KEY_STRIDE, Q8_BLOCK, TILE};
 use super::zeroed::Zeroed;
-use crate::engine::model::attention::numbers::{KeyRuns, Numbers};
-use crate::engine::model::attention::{KEY_STRIDE, TILE};
 use anyhow::{bail, Result};
 use std::fmt;
 use std::str::FromStr;
-
-/// Values a q8_0 block holds.
-pub const Q8_BLOCK: usize = 32;
 
 /// The number format of the KV cache (`--cache-type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
