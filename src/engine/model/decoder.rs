@@ -2,7 +2,8 @@
 //!
 //! The architectures differ in small ways (biases, fused projections, per-head norms, sandwich
 //! norms, sliding windows, GELU vs SiLU, Gemma 4's per-layer inputs and shared KV), so they
-//! share one forward pass with options ([`super::layer`]) rather than six copies of it.
+//! share one forward pass ([`super::layer`]) that reads each architecture's row of
+//! [`super::arch::RECIPES`], rather than six copies of it.
 
 use super::arch::config::ModelConfig;
 use super::kv_cache::{CacheType, KvCache};

@@ -19,7 +19,7 @@ pub use weights::{embedding, linear};
 
 use crate::engine::gguf::GgufHeader;
 use anyhow::{Context, Result};
-pub use config::{Arch, ModelConfig};
+pub use arch::{Arch, ModelConfig};
 pub use decoder::SlotStep;
 pub use kv_cache::{CacheType, KvCache};
 

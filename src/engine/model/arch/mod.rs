@@ -2,5 +2,7 @@
 //! architecture, one row of the recipe table ([`recipe`]) the decoder follows.
 
 pub mod config;
+pub mod recipe;
 
-pub use config::{Arch, ModelConfig, RopeConfig};
+pub use config::{ModelConfig, RopeConfig};
+pub use recipe::{Activation, Arch, FfnStorage, Recipe, RECIPES};
