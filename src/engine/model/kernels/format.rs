@@ -2,6 +2,9 @@
 //! block, which activations it multiplies, and the layout it is repacked into where an
 //! instruction set has kernels for one.
 
+use super::blocks::{
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5K_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES,
+};
 use super::layout::{Layout, Q8KLayout, Q8Layout};
 use super::packed;
 use candle_core::quantized::GgmlDType;
@@ -43,7 +46,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q4_0,
         dtype: GgmlDType::Q4_0,
         block_elems: 32,
-        block_bytes: 18,
+        block_bytes: Q4_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_0)),
         packed: &[],
     },
@@ -51,7 +54,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q4_1,
         dtype: GgmlDType::Q4_1,
         block_elems: 32,
-        block_bytes: 20,
+        block_bytes: Q4_1_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_1)),
         packed: &[(Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)],
     },
@@ -59,7 +62,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q5_0,
         dtype: GgmlDType::Q5_0,
         block_elems: 32,
-        block_bytes: 22,
+        block_bytes: Q5_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q5_0)),
         packed: &[(Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)],
     },
@@ -67,7 +70,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q8_0,
         dtype: GgmlDType::Q8_0,
         block_elems: 32,
-        block_bytes: 34,
+        block_bytes: Q8_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q8_0)),
         packed: &[(Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)],
     },
@@ -75,7 +78,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q4K,
         dtype: GgmlDType::Q4K,
         block_elems: 256,
-        block_bytes: 144,
+        block_bytes: Q4K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q4K)),
         packed: &[
             (Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into),
@@ -89,7 +92,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q5K,
         dtype: GgmlDType::Q5K,
         block_elems: 256,
-        block_bytes: 176,
+        block_bytes: Q5K_BYTES,
         ggml: None,
         packed: &[
             (Layout::Q8K(Q8KLayout::Q5KX16), packed::q5k_x16::repack_into),
@@ -103,7 +106,7 @@ pub const FORMATS: [FormatSpec; 7] = [
         format: Format::Q6K,
         dtype: GgmlDType::Q6K,
         block_elems: 256,
-        block_bytes: 210,
+        block_bytes: Q6K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q6K)),
         packed: &[(Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)],
     },
