@@ -46,7 +46,7 @@ pub use activations::{quantize_q8, quantize_q8k, round_to_f16, Q8Block, Q8KBlock
 pub use blocks::{f16_to_f32, QK, QK_K};
 pub(crate) use blocks::{read_f16, scale_min_k4};
 pub use format::Format;
-pub use layout::{Layout, Q8KLayout, Q8Layout};
+pub use layout::{Layout, LayoutSpec, Q8KLayout, Q8Layout};
 
 #[cfg(target_arch = "aarch64")]
 use arm::neon::Neon;
@@ -156,15 +156,7 @@ impl Isa {
         #[cfg(target_arch = "x86_64")]
         match self {
             Isa::Vnni(_) => return layout.is_packed(),
-            Isa::Avx2(_) | Isa::AvxVnni(_) => {
-                return matches!(
-                    layout,
-                    Layout::Q8(Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-                        | Layout::Q8K(
-                            Q8KLayout::Q5KX16 | Q8KLayout::Q5KX16Compact | Q8KLayout::Q6KX16
-                        )
-                )
-            }
+            Isa::Avx2(_) | Isa::AvxVnni(_) => return layout.spec().eight_rows_on_avx2,
             _ => {}
         }
         let _ = layout;
