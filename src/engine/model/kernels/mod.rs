@@ -4,12 +4,15 @@
 //!   file stores, the layout it is repacked into);
 //! - [`layout`]: what a kernel reads, ggml's blocks or a repacked layout ([`packed`]: rows
 //!   stored sixteen at a time), typed by the activations it multiplies ([`activations`]);
-//! - one folder per instruction set, each with a token proving the CPU has it and an
-//!   exhaustive match from layout to kernel: [`generic`] (plain Rust, the references),
+//! - [`cpu`]: what this CPU has, detected once; the tokens below and `vecmath`'s levels are
+//!   both made from it;
+//! - one folder per instruction set, each with a token proving the CPU has it and a match
+//!   from layout to kernel: [`generic`] (plain Rust, the references),
 //!   `x86/avx2`, `x86/avx_vnni`, `x86/avx512_vnni`, `arm/neon`.
 //!
-//! Adding a format is a row in [`format::FORMATS`], its layout and its reference; adding an
-//! instruction set is a folder and a variant of [`Isa`]. A layout an instruction set has no
+//! Adding a format is a row in [`format::FORMATS`] (its block size named in `blocks`), its
+//! layouts' arms in [`Layout::spec`] and its reference; adding an instruction set is its
+//! features in [`cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction set has no
 //! kernel for runs its reference.
 //!
 //! Activations are quantized per row to 8-bit blocks: like ggml does for the 32-element
@@ -31,6 +34,7 @@ mod activations_tests;
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
 mod blocks;
+pub mod cpu;
 pub mod format;
 pub mod generic;
 pub mod layout;

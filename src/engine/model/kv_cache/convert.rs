@@ -25,7 +25,8 @@ fn has_f16c() -> bool {
     *HAS.get_or_init(|| {
         let allowed = crate::engine::model::runtime::kernel_path::forced()
             != crate::engine::model::runtime::kernel_path::Forced::Scalar;
-        allowed && is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c")
+        let cpu = crate::engine::model::kernels::cpu::features();
+        allowed && cpu.avx && cpu.f16c
     })
 }
 

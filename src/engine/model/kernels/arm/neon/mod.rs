@@ -49,8 +49,8 @@ pub struct Neon(Level);
 impl Neon {
     /// Every level this CPU has, slowest first (plain NEON always).
     pub fn detect_all() -> Vec<Self> {
-        let dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
-        let i8mm = dotprod && std::arch::is_aarch64_feature_detected!("i8mm");
+        let cpu = crate::engine::model::kernels::cpu::features();
+        let (dotprod, i8mm) = (cpu.dotprod, cpu.dotprod && cpu.i8mm);
         let mut v = vec![Self(Level::Plain)];
         if dotprod {
             v.push(Self(Level::Dotprod));
