@@ -10,7 +10,7 @@
 //! so a row's result never depends on the rows beside it, the block sizes or the instruction
 //! set.
 //!
-//! Unlike [`crate::engine::model::vecmath`], the two products use fused multiply-adds: one instruction instead
+//! Unlike `vecmath`, the two products use fused multiply-adds: one instruction instead
 //! of two for most of attention's arithmetic, which is what bounds its speed. A fused
 //! multiply-add is exactly rounded by definition, so the paths still agree bit for bit: the
 //! instruction on AVX2 and AVX-512 (and NEON), and libm's correctly rounded `fmaf` on an x86

@@ -1,4 +1,5 @@
-//! Quantized dot-product kernels for [`super::weights::linear::QLinear`], organised around the data:
+//! Quantized dot-product kernels for [`super::weights::linear::QLinear`], organised around the
+//! data:
 //!
 //! - [`mod@format`]: the GGUF formats with kernels, one table row each (block size, the layout a
 //!   file stores, the layout it is repacked into);
@@ -12,8 +13,8 @@
 //!
 //! Adding a format is a row in [`format::FORMATS`] (its block size named in `blocks`), its
 //! layouts' arms in [`Layout::spec`] and its reference; adding an instruction set is its
-//! features in [`cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction set has no
-//! kernel for runs its reference.
+//! features in [`cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction
+//! set has no kernel for runs its reference.
 //!
 //! Activations are quantized per row to 8-bit blocks: like ggml does for the 32-element
 //! formats (Q8_0/Q8_1), and for the 256-element k-quants in super-blocks like ggml's Q8_K but

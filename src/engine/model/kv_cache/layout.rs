@@ -11,8 +11,8 @@ pub const KEY_STRIDE: usize = TILE + 16;
 /// Values a q8_0 block holds.
 pub const Q8_BLOCK: usize = 32;
 
-/// Numbers the cache hands attention (a tile's keys, a run of values): f32, or the cache's f16 bits,
-/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
+/// Numbers the cache hands attention (a tile's keys, a run of values): f32, or the cache's f16
+/// bits, converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
 /// so a result does not depend on which one it read.
 #[derive(Debug, Clone, Copy)]
 pub enum Numbers<'a> {
