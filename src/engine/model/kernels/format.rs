@@ -3,7 +3,7 @@
 //! instruction set has kernels for one.
 
 use super::blocks::{
-    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5K_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES,
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5K_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES, QK, QK_K,
 };
 use super::layout::{Layout, Q8KLayout, Q8Layout};
 use super::packed;
@@ -45,7 +45,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q4_0,
         dtype: GgmlDType::Q4_0,
-        block_elems: 32,
+        block_elems: QK,
         block_bytes: Q4_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_0)),
         packed: &[],
@@ -53,7 +53,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q4_1,
         dtype: GgmlDType::Q4_1,
-        block_elems: 32,
+        block_elems: QK,
         block_bytes: Q4_1_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_1)),
         packed: &[(Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)],
@@ -61,7 +61,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q5_0,
         dtype: GgmlDType::Q5_0,
-        block_elems: 32,
+        block_elems: QK,
         block_bytes: Q5_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q5_0)),
         packed: &[(Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)],
@@ -69,7 +69,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q8_0,
         dtype: GgmlDType::Q8_0,
-        block_elems: 32,
+        block_elems: QK,
         block_bytes: Q8_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q8_0)),
         packed: &[(Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)],
@@ -77,7 +77,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q4K,
         dtype: GgmlDType::Q4K,
-        block_elems: 256,
+        block_elems: QK_K,
         block_bytes: Q4K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q4K)),
         packed: &[
@@ -91,7 +91,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q5K,
         dtype: GgmlDType::Q5K,
-        block_elems: 256,
+        block_elems: QK_K,
         block_bytes: Q5K_BYTES,
         ggml: None,
         packed: &[
@@ -105,7 +105,7 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q6K,
         dtype: GgmlDType::Q6K,
-        block_elems: 256,
+        block_elems: QK_K,
         block_bytes: Q6K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q6K)),
         packed: &[(Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)],
