@@ -2,16 +2,17 @@
 //!
 //! The architectures differ in small ways (biases, fused projections, per-head norms, sandwich
 //! norms, sliding windows, GELU vs SiLU, Gemma 4's per-layer inputs and shared KV), so they
-//! share one forward pass with options ([`super::layer`]) rather than six copies of it.
+//! share one forward pass ([`super::layer`]) that reads each architecture's row of
+//! [`super::arch::RECIPES`], rather than six copies of it.
 
-use super::config::ModelConfig;
-use super::embedding::RowTable;
+use super::arch::config::ModelConfig;
 use super::kv_cache::{CacheType, KvCache};
 use super::layer::{Layer, LayerContext, Segment};
-use super::linear::QLinear;
 use super::rope::Rope;
-use super::scratch::{PassScratch, Pooled};
+use super::runtime::scratch::{PassScratch, Pooled};
 use super::vecmath;
+use super::weights::embedding::RowTable;
+use super::weights::linear::QLinear;
 use super::weights::WeightFile;
 use anyhow::{bail, Context, Result};
 
@@ -186,9 +187,10 @@ impl Decoder {
     /// per step, a third of a decode step's time on SmolLM2. From inside, the thread running
     /// the pass takes its share of every step and the others steal theirs, and the caller
     /// waits once per pass. The other workers are kept awake for the pass
-    /// ([`super::awake`]), so that they do not fall asleep between two steps either.
+    /// ([`super::runtime::awake`]), so that they do not fall asleep between two steps either.
     fn pass(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
-        let mut pass = || super::awake::with_workers_awake(|| self.pass_in_pool(steps, all_logits));
+        let mut pass =
+            || super::runtime::awake::with_workers_awake(|| self.pass_in_pool(steps, all_logits));
         if rayon::current_thread_index().is_some() {
             return pass();
         }
@@ -217,7 +219,7 @@ impl Decoder {
         let (t, e) = (tokens.len(), self.cfg.n_embd);
         let mut x = if self.embed_from_head {
             let (e, rows) = (self.cfg.n_embd, self.cfg.vocab_size);
-            super::embedding::lookup_packed_q8_0(&self.output, e, rows, &tokens)?
+            super::weights::embedding::lookup_packed_q8_0(&self.output, e, rows, &tokens)?
         } else {
             self.token_embd.lookup(&tokens)?
         };
@@ -291,7 +293,7 @@ impl Decoder {
         let (t, n_layer, w) = (tokens.len(), self.cfg.n_layer, ple.width);
         let mut from_table = ple.table.lookup(tokens)?;
         vecmath::scale(&mut from_table, (w as f32).sqrt());
-        let isa = super::kernel_path::isa();
+        let isa = super::runtime::kernel_path::isa();
         let mut projected = ple.model_proj.forward_rows_in(&self.scratch, isa, x, t)?;
         vecmath::scale(&mut projected, 1.0 / (self.cfg.n_embd as f32).sqrt());
         vecmath::rms_norm_rows(&mut projected, w, Some(&ple.proj_norm), self.cfg.rms_eps);

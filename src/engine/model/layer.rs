@@ -1,16 +1,17 @@
-//! One transformer block: attention over the KV cache, then the feed-forward, with the options
-//! the supported architectures switch on (biases, fused projections, per-head norms, sandwich
-//! norms, Gemma 4's shared KV and per-layer inputs).
+//! One transformer block: attention over the KV cache, then the feed-forward. What differs
+//! between architectures is their row of [`super::arch::RECIPES`] (read once, at load) or a
+//! part the file has (biases, fused projections, per-head norms, sandwich norms, Gemma 4's
+//! shared KV and per-layer inputs).
 
+use super::arch::{Activation, FfnStorage, ModelConfig};
 use super::attention::{attention_into, AttentionShape};
-use super::config::{Arch, ModelConfig};
-use super::kernel_path;
 use super::kernels::Isa;
 use super::kv_cache::KvCache;
-use super::linear::{forward_group_in, QLinear};
 use super::rope::RopeTable;
-use super::scratch::{PassScratch, Pooled};
+use super::runtime::kernel_path;
+use super::runtime::scratch::{PassScratch, Pooled};
 use super::vecmath;
+use super::weights::linear::{forward_group_in, QLinear};
 use super::weights::WeightFile;
 use anyhow::Result;
 
@@ -52,7 +53,7 @@ pub struct Layer {
     /// Qwen3 and Gemma normalise each head of Q and K (KV-shared layers have no K to norm).
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
-    /// Gemma 4 also normalises each head of V, without a weight.
+    /// Each head of V normalised, without a weight (the architecture's row: Gemma 4).
     v_norm: bool,
     attn_out: QLinear,
     /// Gemma's "sandwich" norms after attention and after the feed-forward.
@@ -61,6 +62,8 @@ pub struct Layer {
     ffn: FfnProj,
     ffn_down: QLinear,
     post_ffn_norm: Option<Vec<f32>>,
+    /// The feed-forward's gate activation (the architecture's row).
+    activation: Activation,
     per_layer_input: Option<PerLayerInput>,
     /// Gemma 4 scales the whole hidden state at the end of each layer.
     output_scale: Option<f32>,
@@ -128,14 +131,15 @@ impl Layer {
         };
         let q_norm = weights.optional_vector(&name("attn_q_norm.weight"), hd)?;
         let k_norm = weights.optional_vector(&name("attn_k_norm.weight"), hd)?;
-        let v_norm = cfg.arch == Arch::Gemma4;
-        let ffn = if cfg.arch == Arch::Phi3 {
-            FfnProj::Fused(weights.linear(&name("ffn_up.weight"), e, 2 * n_ff)?)
-        } else {
-            FfnProj::Separate {
+        let recipe = cfg.arch.recipe();
+        let ffn = match recipe.ffn {
+            FfnStorage::FusedGateUp => {
+                FfnProj::Fused(weights.linear(&name("ffn_up.weight"), e, 2 * n_ff)?)
+            }
+            FfnStorage::Separate => FfnProj::Separate {
                 gate: weights.linear(&name("ffn_gate.weight"), e, n_ff)?,
                 up: weights.linear(&name("ffn_up.weight"), e, n_ff)?,
-            }
+            },
         };
         let per_layer_input = if cfg.per_layer_input > 0 {
             let width = cfg.per_layer_input;
@@ -157,13 +161,14 @@ impl Layer {
             qkv_bias,
             q_norm,
             k_norm,
-            v_norm,
+            v_norm: recipe.value_norm,
             attn_out: weights.linear(&name("attn_output.weight"), q_width, e)?,
             post_attn_norm: weights.optional_vector(&name("post_attention_norm.weight"), e)?,
             ffn_norm: weights.vector(&name("ffn_norm.weight"), e)?,
             ffn,
             ffn_down: weights.linear(&name("ffn_down.weight"), n_ff, e)?,
             post_ffn_norm: weights.optional_vector(&name("post_ffw_norm.weight"), e)?,
+            activation: recipe.activation,
             per_layer_input,
             output_scale,
             sliding: cfg.swa_layers[il],
@@ -311,10 +316,9 @@ impl Layer {
             }
         };
         drop(m);
-        if cfg.arch.uses_gelu() {
-            vecmath::gelu_mul(&mut gate, &up);
-        } else {
-            vecmath::silu_mul(&mut gate, &up);
+        match self.activation {
+            Activation::Gelu => vecmath::gelu_mul(&mut gate, &up),
+            Activation::Silu => vecmath::silu_mul(&mut gate, &up),
         }
         drop(up);
         let mut f = self.ffn_down.forward_rows_in(scratch, isa, &gate, t)?;

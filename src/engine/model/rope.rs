@@ -1,6 +1,6 @@
 //! Rotary position embeddings: normal and NeoX pairing, partial rotary, per-frequency factors.
 
-use super::config::RopeConfig;
+use super::arch::config::RopeConfig;
 
 /// Precomputed frequencies for one kind of layer.
 #[derive(Debug, Clone)]

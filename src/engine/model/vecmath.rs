@@ -20,13 +20,14 @@ pub(crate) enum Level {
     Avx512,
 }
 
-/// The best level this CPU has, within what `TAPER_KERNELS` allows ([`super::kernel_path`]).
+/// The best level this CPU has ([`super::kernels::cpu`], the features the quantized kernels
+/// read too), within what `TAPER_KERNELS` allows ([`super::runtime::kernel_path`]).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            use super::kernel_path::{forced, Forced};
+            use super::runtime::kernel_path::{forced, Forced};
             let forced = forced();
             if forced == Forced::Scalar {
                 return Level::Baseline;
@@ -34,11 +35,12 @@ pub(crate) fn level() -> Level {
             let capped = matches!(forced, Forced::Avx2 | Forced::AvxVnni);
             // F16C (every AVX2 and AVX-512 CPU has it) is part of both levels, for the bodies
             // that read f16 numbers (the KV cache) with its conversion.
-            let f16c = is_x86_feature_detected!("f16c");
-            if !capped && f16c && is_x86_feature_detected!("avx512f") {
+            let cpu = super::kernels::cpu::features();
+            let f16c = cpu.f16c;
+            if !capped && f16c && cpu.avx512f {
                 return Level::Avx512;
             }
-            if f16c && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            if f16c && cpu.avx2 && cpu.fma {
                 return Level::Avx2;
             }
         }

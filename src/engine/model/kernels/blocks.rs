@@ -6,6 +6,23 @@ pub const QK: usize = 32;
 /// Elements of a k-quant super-block.
 pub const QK_K: usize = 256;
 
+// Bytes of one block as ggml stores it, each format's named once here (the format table,
+// `FORMATS`, and every kernel that walks blocks read them from here).
+/// Q4_0: an f16 scale and 32 nibbles.
+pub const Q4_0_BYTES: usize = 18;
+/// Q4_1: f16 scale and min, 32 nibbles.
+pub const Q4_1_BYTES: usize = 20;
+/// Q5_0: an f16 scale, 32 high bits, 32 nibbles.
+pub const Q5_0_BYTES: usize = 22;
+/// Q8_0: an f16 scale and 32 bytes.
+pub const Q8_0_BYTES: usize = 34;
+/// Q4_K: f16 scale and min, 12 bytes of 6-bit sub-block scales, 256 nibbles.
+pub const Q4K_BYTES: usize = 144;
+/// Q5_K: as Q4_K plus 256 high bits.
+pub const Q5K_BYTES: usize = 176;
+/// Q6_K: 256 low nibbles, 256 two-bit highs, 16 scales, an f16 scale.
+pub const Q6K_BYTES: usize = 210;
+
 /// IEEE half to single precision, exactly (ggml stores block scales as f16).
 #[inline]
 pub fn f16_to_f32(h: u16) -> f32 {

@@ -2,6 +2,9 @@
 //! block, which activations it multiplies, and the layout it is repacked into where an
 //! instruction set has kernels for one.
 
+use super::blocks::{
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5K_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES, QK, QK_K,
+};
 use super::layout::{Layout, Q8KLayout, Q8Layout};
 use super::packed;
 use candle_core::quantized::GgmlDType;
@@ -42,40 +45,40 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q4_0,
         dtype: GgmlDType::Q4_0,
-        block_elems: 32,
-        block_bytes: 18,
+        block_elems: QK,
+        block_bytes: Q4_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_0)),
         packed: &[],
     },
     FormatSpec {
         format: Format::Q4_1,
         dtype: GgmlDType::Q4_1,
-        block_elems: 32,
-        block_bytes: 20,
+        block_elems: QK,
+        block_bytes: Q4_1_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q4_1)),
         packed: &[(Layout::Q8(Q8Layout::Q4_1X16), packed::q4_1_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q5_0,
         dtype: GgmlDType::Q5_0,
-        block_elems: 32,
-        block_bytes: 22,
+        block_elems: QK,
+        block_bytes: Q5_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q5_0)),
         packed: &[(Layout::Q8(Q8Layout::Q5_0X16), packed::q5_0_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q8_0,
         dtype: GgmlDType::Q8_0,
-        block_elems: 32,
-        block_bytes: 34,
+        block_elems: QK,
+        block_bytes: Q8_0_BYTES,
         ggml: Some(Layout::Q8(Q8Layout::Q8_0)),
         packed: &[(Layout::Q8(Q8Layout::Q8_0X16), packed::q8_0_x16::repack_into)],
     },
     FormatSpec {
         format: Format::Q4K,
         dtype: GgmlDType::Q4K,
-        block_elems: 256,
-        block_bytes: 144,
+        block_elems: QK_K,
+        block_bytes: Q4K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q4K)),
         packed: &[
             (Layout::Q8K(Q8KLayout::Q4KX16), packed::q4k_x16::repack_into),
@@ -88,8 +91,8 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q5K,
         dtype: GgmlDType::Q5K,
-        block_elems: 256,
-        block_bytes: 176,
+        block_elems: QK_K,
+        block_bytes: Q5K_BYTES,
         ggml: None,
         packed: &[
             (Layout::Q8K(Q8KLayout::Q5KX16), packed::q5k_x16::repack_into),
@@ -102,8 +105,8 @@ pub const FORMATS: [FormatSpec; 7] = [
     FormatSpec {
         format: Format::Q6K,
         dtype: GgmlDType::Q6K,
-        block_elems: 256,
-        block_bytes: 210,
+        block_elems: QK_K,
+        block_bytes: Q6K_BYTES,
         ggml: Some(Layout::Q8K(Q8KLayout::Q6K)),
         packed: &[(Layout::Q8K(Q8KLayout::Q6KX16), packed::q6k_x16::repack_into)],
     },

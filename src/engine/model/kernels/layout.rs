@@ -1,9 +1,11 @@
 //! What a kernel reads: a weight layout, either ggml's blocks as the file stores them or one
 //! repacked at load ([`super::packed`]), typed by the activations it multiplies, so a kernel
-//! can never be handed the wrong kind of activation row.
+//! can never be handed the wrong kind of activation row. Each layout's properties (format,
+//! block bytes, row group, compact scales, AVX2 tile width) are one arm of [`Layout::spec`].
 
+use super::blocks::{Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES};
 use super::format::Format;
-use super::packed::{self, GROUP};
+use super::packed::{q4k_x16, q5k_x16, GROUP};
 
 /// Layouts multiplied by 32-element 8-bit activations ([`super::Q8Block`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,20 +48,87 @@ pub enum Layout {
     Q8K(Q8KLayout),
 }
 
+/// What a layout is: its row of the table [`Layout::spec`] (the activations it multiplies are
+/// its [`Layout`] variant, so that a kernel is typed by them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutSpec {
+    /// The file format whose values the layout holds.
+    pub format: Format,
+    /// Bytes one row's block takes (for a repacked layout, a group's block over its rows).
+    pub block_bytes: usize,
+    /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
+    pub row_group: usize,
+    /// A k-quant layout that keeps its 6-bit scales and mins as compact as ggml's (for the
+    /// kernels to unpack), rather than a byte each.
+    pub compact_scales: bool,
+    /// AVX2's and AVX-VNNI's kernels take eight activation rows at a time rather than four
+    /// (measured per layout: see [`super::Isa::wide_tiles`]).
+    pub eight_rows_on_avx2: bool,
+}
+
+impl LayoutSpec {
+    /// ggml's blocks as the file stores them.
+    const fn ggml(format: Format, block_bytes: usize) -> Self {
+        Self {
+            format,
+            block_bytes,
+            row_group: 1,
+            compact_scales: false,
+            eight_rows_on_avx2: false,
+        }
+    }
+
+    /// Repacked [`GROUP`] rows at a time.
+    const fn x16(format: Format, block_bytes: usize, eight_rows_on_avx2: bool) -> Self {
+        Self {
+            format,
+            block_bytes,
+            row_group: GROUP,
+            compact_scales: false,
+            eight_rows_on_avx2,
+        }
+    }
+
+    /// With compact k-quant scales and mins.
+    const fn compact(self) -> Self {
+        Self {
+            compact_scales: true,
+            ..self
+        }
+    }
+}
+
 impl Layout {
+    /// The layout's row of the table: one arm per layout, every property of it in that arm.
+    pub const fn spec(self) -> LayoutSpec {
+        use LayoutSpec as S;
+        use Q8KLayout as K;
+        use Q8Layout as E;
+        match self {
+            Layout::Q8(E::Q4_0) => S::ggml(Format::Q4_0, Q4_0_BYTES),
+            Layout::Q8(E::Q4_1) => S::ggml(Format::Q4_1, Q4_1_BYTES),
+            Layout::Q8(E::Q5_0) => S::ggml(Format::Q5_0, Q5_0_BYTES),
+            Layout::Q8(E::Q8_0) => S::ggml(Format::Q8_0, Q8_0_BYTES),
+            Layout::Q8(E::Q4_1X16) => S::x16(Format::Q4_1, Q4_1_BYTES, false),
+            Layout::Q8(E::Q5_0X16) => S::x16(Format::Q5_0, Q5_0_BYTES, true),
+            Layout::Q8(E::Q8_0X16) => S::x16(Format::Q8_0, Q8_0_BYTES, true),
+            Layout::Q8K(K::Q4K) => S::ggml(Format::Q4K, Q4K_BYTES),
+            Layout::Q8K(K::Q6K) => S::ggml(Format::Q6K, Q6K_BYTES),
+            Layout::Q8K(K::Q4KX16) => S::x16(Format::Q4K, q4k_x16::ROW_BLOCK_BYTES, false),
+            Layout::Q8K(K::Q4KX16Compact) => {
+                S::x16(Format::Q4K, q4k_x16::COMPACT_ROW_BLOCK_BYTES, false).compact()
+            }
+            Layout::Q8K(K::Q5KX16) => S::x16(Format::Q5K, q5k_x16::ROW_BLOCK_BYTES, true),
+            Layout::Q8K(K::Q5KX16Compact) => {
+                S::x16(Format::Q5K, q5k_x16::COMPACT_ROW_BLOCK_BYTES, true).compact()
+            }
+            Layout::Q8K(K::Q6KX16) => S::x16(Format::Q6K, Q6K_BYTES, true),
+        }
+    }
+
     /// The file format whose values the layout holds.
     pub fn format(self) -> Format {
-        match self {
-            Layout::Q8(Q8Layout::Q4_0) => Format::Q4_0,
-            Layout::Q8(Q8Layout::Q4_1 | Q8Layout::Q4_1X16) => Format::Q4_1,
-            Layout::Q8(Q8Layout::Q5_0 | Q8Layout::Q5_0X16) => Format::Q5_0,
-            Layout::Q8(Q8Layout::Q8_0 | Q8Layout::Q8_0X16) => Format::Q8_0,
-            Layout::Q8K(Q8KLayout::Q4K | Q8KLayout::Q4KX16 | Q8KLayout::Q4KX16Compact) => {
-                Format::Q4K
-            }
-            Layout::Q8K(Q8KLayout::Q5KX16 | Q8KLayout::Q5KX16Compact) => Format::Q5K,
-            Layout::Q8K(Q8KLayout::Q6K | Q8KLayout::Q6KX16) => Format::Q6K,
-        }
+        self.spec().format
     }
 
     /// Whether the rows are stored in groups (a repacked layout).
@@ -74,37 +143,17 @@ impl Layout {
 
     /// Bytes one row's block takes (for a repacked layout, a group's block over its rows).
     pub fn block_bytes(self) -> usize {
-        match self {
-            Layout::Q8K(Q8KLayout::Q4KX16) => packed::q4k_x16::ROW_BLOCK_BYTES,
-            Layout::Q8K(Q8KLayout::Q5KX16) => packed::q5k_x16::ROW_BLOCK_BYTES,
-            Layout::Q8K(Q8KLayout::Q4KX16Compact) => packed::q4k_x16::COMPACT_ROW_BLOCK_BYTES,
-            Layout::Q8K(Q8KLayout::Q5KX16Compact) => packed::q5k_x16::COMPACT_ROW_BLOCK_BYTES,
-            _ => self.format().spec().block_bytes,
-        }
+        self.spec().block_bytes
     }
 
     /// Rows stored together: a matmul splits a matrix's rows only at multiples of this.
     pub fn row_group(self) -> usize {
-        match self {
-            Layout::Q8(Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-            | Layout::Q8K(
-                Q8KLayout::Q4KX16
-                | Q8KLayout::Q4KX16Compact
-                | Q8KLayout::Q5KX16
-                | Q8KLayout::Q5KX16Compact
-                | Q8KLayout::Q6KX16,
-            ) => GROUP,
-            _ => 1,
-        }
+        self.spec().row_group
     }
 
-    /// Whether a k-quant layout keeps its 6-bit scales and mins as compact as ggml's (for the
-    /// kernels to unpack), rather than a byte each.
+    /// Whether a k-quant layout keeps its 6-bit scales and mins as compact as ggml's.
     pub fn has_compact_scales(self) -> bool {
-        matches!(
-            self,
-            Layout::Q8K(Q8KLayout::Q4KX16Compact | Q8KLayout::Q5KX16Compact)
-        )
+        self.spec().compact_scales
     }
 
     /// Whether the activations are quantized to [`super::Q8KBlock`]s (else

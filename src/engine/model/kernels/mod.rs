@@ -1,16 +1,20 @@
-//! Quantized dot-product kernels for [`super::linear::QLinear`], organised around the data:
+//! Quantized dot-product kernels for [`super::weights::linear::QLinear`], organised around the
+//! data:
 //!
 //! - [`mod@format`]: the GGUF formats with kernels, one table row each (block size, the layout a
 //!   file stores, the layout it is repacked into);
 //! - [`layout`]: what a kernel reads, ggml's blocks or a repacked layout ([`packed`]: rows
 //!   stored sixteen at a time), typed by the activations it multiplies ([`activations`]);
-//! - one folder per instruction set, each with a token proving the CPU has it and an
-//!   exhaustive match from layout to kernel: [`generic`] (plain Rust, the references),
+//! - [`cpu`]: what this CPU has, detected once; the tokens below and `vecmath`'s levels are
+//!   both made from it;
+//! - one folder per instruction set, each with a token proving the CPU has it and a match
+//!   from layout to kernel: [`generic`] (plain Rust, the references),
 //!   `x86/avx2`, `x86/avx_vnni`, `x86/avx512_vnni`, `arm/neon`.
 //!
-//! Adding a format is a row in [`format::FORMATS`], its layout and its reference; adding an
-//! instruction set is a folder and a variant of [`Isa`]. A layout an instruction set has no
-//! kernel for runs its reference.
+//! Adding a format is a row in [`format::FORMATS`] (its block size named in `blocks`), its
+//! layouts' arms in [`Layout::spec`] and its reference; adding an instruction set is its
+//! features in [`cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction
+//! set has no kernel for runs its reference.
 //!
 //! Activations are quantized per row to 8-bit blocks: like ggml does for the 32-element
 //! formats (Q8_0/Q8_1), and for the 256-element k-quants in super-blocks like ggml's Q8_K but
@@ -31,6 +35,7 @@ mod activations_tests;
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
 mod blocks;
+pub mod cpu;
 pub mod format;
 pub mod generic;
 pub mod layout;
@@ -46,7 +51,7 @@ pub use activations::{quantize_q8, quantize_q8k, round_to_f16, Q8Block, Q8KBlock
 pub use blocks::{f16_to_f32, QK, QK_K};
 pub(crate) use blocks::{read_f16, scale_min_k4};
 pub use format::Format;
-pub use layout::{Layout, Q8KLayout, Q8Layout};
+pub use layout::{Layout, LayoutSpec, Q8KLayout, Q8Layout};
 
 #[cfg(target_arch = "aarch64")]
 use arm::neon::Neon;
@@ -156,15 +161,7 @@ impl Isa {
         #[cfg(target_arch = "x86_64")]
         match self {
             Isa::Vnni(_) => return layout.is_packed(),
-            Isa::Avx2(_) | Isa::AvxVnni(_) => {
-                return matches!(
-                    layout,
-                    Layout::Q8(Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16)
-                        | Layout::Q8K(
-                            Q8KLayout::Q5KX16 | Q8KLayout::Q5KX16Compact | Q8KLayout::Q6KX16
-                        )
-                )
-            }
+            Isa::Avx2(_) | Isa::AvxVnni(_) => return layout.spec().eight_rows_on_avx2,
             _ => {}
         }
         let _ = layout;

@@ -2,7 +2,8 @@
 //! AVX-512, AVX2 and the baseline): f16 and q8_0 rows read back as f32, and a q8_0 block
 //! quantized. Every conversion is exact or rounds the same way on every path.
 
-use crate::engine::model::f16_lanes::f16_bits_to_f32;
+use super::layout::Q8_BLOCK;
+use crate::engine::model::attention::f16_lanes::f16_bits_to_f32;
 use crate::engine::model::vecmath::{multiversion, round_inline};
 
 /// `dst[i] = src[i]` for f16 bits `src`: with F16C's conversion instruction where the CPU has
@@ -22,9 +23,10 @@ pub fn f16_to_f32(src: &[u16], dst: &mut [f32]) {
 fn has_f16c() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
-        let allowed = crate::engine::model::kernel_path::forced()
-            != crate::engine::model::kernel_path::Forced::Scalar;
-        allowed && is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c")
+        let allowed = crate::engine::model::runtime::kernel_path::forced()
+            != crate::engine::model::runtime::kernel_path::Forced::Scalar;
+        let cpu = crate::engine::model::kernels::cpu::features();
+        allowed && cpu.avx && cpu.f16c
     })
 }
 
@@ -67,9 +69,9 @@ multiversion! {
     /// `TILE` positions a dimension, `scales` is `(block of 32 dimensions, position)`; `dst`
     /// has a run of `KEY_STRIDE` a dimension.
     pub fn q8_0_columns_to_f32(scales: &[u16], quants: &[i8], dst: &mut [f32]) {
-        use crate::engine::model::attention::{KEY_STRIDE, TILE};
+        use crate::engine::model::kv_cache::{KEY_STRIDE, TILE};
         for (i, (q, d)) in quants.chunks_exact(TILE).zip(dst.chunks_exact_mut(KEY_STRIDE)).enumerate() {
-            let s = &scales[(i / 32) * TILE..][..TILE];
+            let s = &scales[(i / Q8_BLOCK) * TILE..][..TILE];
             for ((x, &v), &scale) in d.iter_mut().zip(q).zip(s) {
                 *x = f32::from(v) * f16_bits_to_f32(scale);
             }
@@ -81,8 +83,8 @@ multiversion! {
     /// q8_0 blocks (one f16 scale per 32 bytes) as f32.
     pub fn q8_0_to_f32(scales: &[u16], quants: &[i8], dst: &mut [f32]) {
         assert_eq!(quants.len(), dst.len(), "q8_0_to_f32: lengths differ");
-        assert_eq!(scales.len() * 32, quants.len(), "q8_0_to_f32: blocks");
-        for ((&scale, q), d) in scales.iter().zip(quants.chunks_exact(32)).zip(dst.chunks_exact_mut(32)) {
+        assert_eq!(scales.len() * Q8_BLOCK, quants.len(), "q8_0_to_f32: blocks");
+        for ((&scale, q), d) in scales.iter().zip(quants.chunks_exact(Q8_BLOCK)).zip(dst.chunks_exact_mut(Q8_BLOCK)) {
             let scale = f16_bits_to_f32(scale);
             for (x, &v) in d.iter_mut().zip(q) {
                 *x = f32::from(v) * scale;

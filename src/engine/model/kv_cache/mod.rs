@@ -5,9 +5,11 @@
 //! allocations the OS maps lazily, so memory grows with the conversation.
 
 mod convert;
+mod layout;
 mod store;
 mod zeroed;
 
+pub use layout::{KeyRuns, Numbers, KEY_STRIDE, Q8_BLOCK, TILE};
 pub use store::{CacheType, KeyStore, ValueStore};
 
 use anyhow::{bail, Result};

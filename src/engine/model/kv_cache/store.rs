@@ -8,13 +8,9 @@
 //! key; q8_0 keys keep one scale per 32 dimensions of each position.
 
 use super::convert;
+use super::layout::{KeyRuns, Numbers, KEY_STRIDE, Q8_BLOCK, TILE};
 use super::zeroed::Zeroed;
-use crate::engine::model::attention::{KEY_STRIDE, TILE};
-use crate::engine::model::attention_numbers::{KeyRuns, Numbers};
 use anyhow::{bail, Result};
-
-/// Values a q8_0 block holds.
-pub const Q8_BLOCK: usize = 32;
 
 pub use crate::protocol::CacheType;
 

@@ -3,6 +3,9 @@
 //! Callers ([`super::dot_q8`], [`super::dot_q8k`]) have checked that `w` is whole blocks and
 //! every activation row has as many blocks; all indexing is bounds-checked safe code.
 
+use crate::engine::model::kernels::blocks::{
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES,
+};
 use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8Block, Q8KBlock, QK, QK_K};
 
 #[inline]
@@ -15,7 +18,7 @@ fn dot_i8(w: &[i8; QK], a: &[i8; QK]) -> i32 {
 pub fn dot_q4_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0i8; QK];
-    for (b, wb) in w.chunks_exact(18).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4_0_BYTES).enumerate() {
         let d = read_f16(wb, 0);
         for j in 0..16 {
             q[j] = (wb[2 + j] & 0xF) as i8 - 8;
@@ -33,7 +36,7 @@ pub fn dot_q4_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R
 pub fn dot_q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0i8; QK];
-    for (b, wb) in w.chunks_exact(20).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4_1_BYTES).enumerate() {
         let d = read_f16(wb, 0);
         let m = read_f16(wb, 2);
         for j in 0..16 {
@@ -53,7 +56,7 @@ pub fn dot_q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R
 pub fn dot_q5_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0i8; QK];
-    for (b, wb) in w.chunks_exact(22).enumerate() {
+    for (b, wb) in w.chunks_exact(Q5_0_BYTES).enumerate() {
         let d = read_f16(wb, 0);
         let qh = u32::from_le_bytes([wb[2], wb[3], wb[4], wb[5]]);
         for j in 0..16 {
@@ -74,7 +77,7 @@ pub fn dot_q5_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R
 pub fn dot_q8_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0i8; QK];
-    for (b, wb) in w.chunks_exact(34).enumerate() {
+    for (b, wb) in w.chunks_exact(Q8_0_BYTES).enumerate() {
         let d = read_f16(wb, 0);
         for (x, &y) in q.iter_mut().zip(&wb[2..34]) {
             *x = y as i8;
@@ -93,7 +96,7 @@ pub fn dot_q8_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R
 pub fn dot_q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0u8; QK_K];
-    for (b, wb) in w.chunks_exact(144).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4K_BYTES).enumerate() {
         let d = read_f16(wb, 0);
         let dmin = read_f16(wb, 2);
         let scales = &wb[4..16];
@@ -131,7 +134,7 @@ pub fn dot_q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R
 pub fn dot_q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     let mut acc = [0f32; R];
     let mut q = [0i8; QK_K];
-    for (b, wb) in w.chunks_exact(210).enumerate() {
+    for (b, wb) in w.chunks_exact(Q6K_BYTES).enumerate() {
         let (ql, qh, sc) = (&wb[0..128], &wb[128..192], &wb[192..208]);
         let d = read_f16(wb, 208);
         for n in 0..2 {

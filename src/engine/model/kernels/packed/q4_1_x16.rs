@@ -11,11 +11,12 @@
 //! ggml's Q8_1 keeps it), accumulated with fused multiply-adds; [`dot`] is the plain reference
 //! the SIMD kernel matches bit for bit.
 
+use crate::engine::model::kernels::blocks::Q4_1_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{read_f16, Q8Block, QK};
 
 /// Bytes of one group's block.
-pub const BLOCK_BYTES: usize = GROUP * 20;
+pub const BLOCK_BYTES: usize = GROUP * Q4_1_BYTES;
 
 pub(crate) const D: usize = 0;
 pub(crate) const M: usize = 32;
@@ -29,7 +30,7 @@ pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
 
 /// Row `i`'s ggml block (`d`, `m`, 16 bytes of nibbles) into its lanes.
 #[inline(always)]
-fn repack_block(src: &[u8; 20], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
+fn repack_block(src: &[u8; Q4_1_BYTES], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
     dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
     dst[M + 2 * i..M + 2 * i + 2].copy_from_slice(&src[2..4]);
     for h in 0..4 {

@@ -33,6 +33,7 @@
 //! plain reference the SIMD kernels match bit for bit.
 //! The rows past the end of a matrix are zeros, and their lanes are never read back.
 
+use crate::engine::model::kernels::blocks::Q4K_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8KBlock, QK_K};
 /// Bytes of one group's super-block, the scales a byte each.
@@ -73,7 +74,11 @@ pub fn repack_compact_into(w: &[u8], rows: usize, out: &mut [u8]) {
 
 /// Row `i`'s ggml block into its lanes of a group's block.
 #[inline(always)]
-fn repack_block<const COMPACT: bool, const B: usize>(src: &[u8; 144], i: usize, dst: &mut [u8; B]) {
+fn repack_block<const COMPACT: bool, const B: usize>(
+    src: &[u8; Q4K_BYTES],
+    i: usize,
+    dst: &mut [u8; B],
+) {
     put_row::<COMPACT>(
         src[0..16].try_into().expect("16 bytes"),
         &src[16..144],
@@ -234,4 +239,4 @@ pub(crate) fn dot_with<const R: usize, const B: usize, const COMPACT: bool>(
 
 // The compact form is as large as ggml's block: 144 bytes a row and super-block.
 const _: () = assert!(BLOCK_BYTES.is_multiple_of(GROUP) && QK_K == 256);
-const _: () = assert!(COMPACT_BLOCK_BYTES == GROUP * 144);
+const _: () = assert!(COMPACT_BLOCK_BYTES == GROUP * Q4K_BYTES);

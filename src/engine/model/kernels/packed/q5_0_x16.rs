@@ -14,10 +14,11 @@
 //! A row's result is `Σ_b (d·d_a) · Σ (q − 16)·y`, the integer sum exact, accumulated with
 //! fused multiply-adds; [`dot`] is the plain reference the SIMD kernel matches bit for bit.
 
+use crate::engine::model::kernels::blocks::Q5_0_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::Q8Block;
 /// Bytes of one group's block.
-pub const BLOCK_BYTES: usize = GROUP * 22;
+pub const BLOCK_BYTES: usize = GROUP * Q5_0_BYTES;
 
 pub(crate) const D: usize = 0;
 pub(crate) const LOW: usize = 32;
@@ -31,7 +32,7 @@ pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
 
 /// Row `i`'s ggml block (`d`, 32 fifth bits, 16 bytes of nibbles) into its lanes.
 #[inline(always)]
-fn repack_block(src: &[u8; 22], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
+fn repack_block(src: &[u8; Q5_0_BYTES], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
     dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
     for h in 0..4 {
         let at = LOW + 64 * h + 4 * i;

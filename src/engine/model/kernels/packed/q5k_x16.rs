@@ -13,6 +13,7 @@
 //! the SIMD kernels match bit for bit.
 
 use super::q4k_x16;
+use crate::engine::model::kernels::blocks::Q5K_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{Q8KBlock, QK_K};
 
@@ -25,7 +26,7 @@ pub const COMPACT_BLOCK_BYTES: usize = high(true) + 8 * 64;
 /// [`ROW_BLOCK_BYTES`] of the compact form: ggml's 176.
 pub const COMPACT_ROW_BLOCK_BYTES: usize = COMPACT_BLOCK_BYTES / GROUP;
 /// Bytes of ggml's block of one row.
-const GGML_BYTES: usize = 176;
+const GGML_BYTES: usize = Q5K_BYTES;
 
 /// Where the fifth bits start: after Q4_K×16's block.
 pub(crate) const fn high(compact: bool) -> usize {

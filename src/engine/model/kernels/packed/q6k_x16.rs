@@ -25,13 +25,14 @@
 //! past the end of a matrix are zeros, and their lanes are never read back.
 
 use super::q4k_x16;
+use crate::engine::model::kernels::blocks::Q6K_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{read_f16, Q8KBlock, QK_K};
 
 /// Bytes of one group's super-block.
 pub const BLOCK_BYTES: usize = QH + 8 * 128;
 /// Bytes of ggml's block of one row.
-const GGML_BYTES: usize = 210;
+const GGML_BYTES: usize = Q6K_BYTES;
 
 pub(crate) const D: usize = 0;
 pub(crate) const SCALES: usize = 32;

@@ -12,11 +12,12 @@
 //! to ggml's `Σ q·y`), accumulated with fused multiply-adds; [`dot`] is the plain reference
 //! the SIMD kernel matches bit for bit.
 
+use crate::engine::model::kernels::blocks::Q8_0_BYTES;
 use crate::engine::model::kernels::packed::{self, GROUP};
 use crate::engine::model::kernels::{read_f16, Q8Block, QK};
 
 /// Bytes of one group's block.
-pub const BLOCK_BYTES: usize = GROUP * 34;
+pub const BLOCK_BYTES: usize = GROUP * Q8_0_BYTES;
 
 pub(crate) const D: usize = 0;
 pub(crate) const QS: usize = 32;
@@ -31,7 +32,7 @@ pub fn repack_into(w: &[u8], rows: usize, out: &mut [u8]) {
 
 /// Row `i`'s ggml block (`d`, 32 signed quants) into its lanes, each quant biased by 128.
 #[inline(always)]
-fn repack_block(src: &[u8; 34], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
+fn repack_block(src: &[u8; Q8_0_BYTES], i: usize, dst: &mut [u8; BLOCK_BYTES]) {
     dst[D + 2 * i..D + 2 * i + 2].copy_from_slice(&src[0..2]);
     for g in 0..8 {
         let at = QS + 64 * g + 4 * i;

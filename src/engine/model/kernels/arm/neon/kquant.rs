@@ -7,6 +7,7 @@ use super::ops::{
     arr, dot, each_row, each_row_pair, f32x4, i32x4, load_i16, load_i8, load_u8, pair, untile, Dot,
 };
 use super::Smmla;
+use crate::engine::model::kernels::blocks::{Q4K_BYTES, Q6K_BYTES};
 use crate::engine::model::kernels::{read_f16, scale_min_k4, Q8KBlock};
 use core::arch::aarch64::*;
 
@@ -47,13 +48,13 @@ pub(super) struct Q6K;
 
 impl Format for Q4K {
     const KIND: Kind = Kind::Q4K;
-    const BYTES: usize = 144;
+    const BYTES: usize = Q4K_BYTES;
     const MINS: bool = true;
 }
 
 impl Format for Q6K {
     const KIND: Kind = Kind::Q6K;
-    const BYTES: usize = 210;
+    const BYTES: usize = Q6K_BYTES;
     const MINS: bool = false;
 }
 

@@ -49,8 +49,8 @@ pub struct Neon(Level);
 impl Neon {
     /// Every level this CPU has, slowest first (plain NEON always).
     pub fn detect_all() -> Vec<Self> {
-        let dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
-        let i8mm = dotprod && std::arch::is_aarch64_feature_detected!("i8mm");
+        let cpu = crate::engine::model::kernels::cpu::features();
+        let (dotprod, i8mm) = (cpu.dotprod, cpu.dotprod && cpu.i8mm);
         let mut v = vec![Self(Level::Plain)];
         if dotprod {
             v.push(Self(Level::Dotprod));
@@ -115,9 +115,8 @@ pub fn dot_q8<const R: usize>(
         Q8Layout::Q4_1 => q8::<Q4_1, R>,
         Q8Layout::Q5_0 => q8::<Q5_0, R>,
         Q8Layout::Q8_0 => q8::<Q8_0, R>,
-        Q8Layout::Q4_1X16 | Q8Layout::Q5_0X16 | Q8Layout::Q8_0X16 => {
-            return generic::dot_q8(layout, w, a, out)
-        }
+        // The sixteen-row layouts, never repacked here (`Isa::runs`): their references.
+        _ => return generic::dot_q8(layout, w, a, out),
     };
     let row_bytes = generic::check_rows(layout.into(), w, a, out.len());
     if row_bytes == 0 {
@@ -181,11 +180,8 @@ pub fn dot_q8k<const R: usize>(
     let f = match layout {
         Q8KLayout::Q4K => q8k::<Q4K, R>,
         Q8KLayout::Q6K => q8k::<Q6K, R>,
-        Q8KLayout::Q4KX16
-        | Q8KLayout::Q4KX16Compact
-        | Q8KLayout::Q5KX16
-        | Q8KLayout::Q5KX16Compact
-        | Q8KLayout::Q6KX16 => return generic::dot_q8k(layout, w, a, out),
+        // As in `dot_q8`.
+        _ => return generic::dot_q8k(layout, w, a, out),
     };
     let row_bytes = generic::check_rows(layout.into(), w, a, out.len());
     if row_bytes == 0 {

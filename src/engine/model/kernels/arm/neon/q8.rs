@@ -5,6 +5,7 @@
 
 use super::ops::{arr, dot, each_row, each_row_pair, f32x4, load_i8, load_u8, pair, untile, Dot};
 use super::Smmla;
+use crate::engine::model::kernels::blocks::{Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q8_0_BYTES};
 use crate::engine::model::kernels::{read_f16, Q8Block};
 use core::arch::aarch64::*;
 
@@ -46,23 +47,23 @@ pub(super) struct Q8_0;
 
 impl Format for Q4_0 {
     const KIND: Kind = Kind::Q4_0;
-    const BYTES: usize = 18;
+    const BYTES: usize = Q4_0_BYTES;
 }
 
 impl Format for Q4_1 {
     const KIND: Kind = Kind::Q4_1;
-    const BYTES: usize = 20;
+    const BYTES: usize = Q4_1_BYTES;
     const OFFSET: bool = true;
 }
 
 impl Format for Q5_0 {
     const KIND: Kind = Kind::Q5_0;
-    const BYTES: usize = 22;
+    const BYTES: usize = Q5_0_BYTES;
 }
 
 impl Format for Q8_0 {
     const KIND: Kind = Kind::Q8_0;
-    const BYTES: usize = 34;
+    const BYTES: usize = Q8_0_BYTES;
 }
 
 /// Block `wb` (whole) of format `F`.

@@ -13,6 +13,9 @@ use super::ops::{
     SCALE_SHUFFLE,
 };
 use super::Avx2;
+use crate::engine::model::kernels::blocks::{
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES,
+};
 use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
 use crate::engine::model::kernels::{Q8Block, Q8KBlock, QK_K};
 use core::arch::x86_64::*;
@@ -62,7 +65,7 @@ fn signed_block<const R: usize>(
 #[inline]
 fn q4_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(18).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4_0_BYTES).enumerate() {
         let bx = _mm256_sub_epi8(nibbles(arr(wb, 2)), _mm256_set1_epi8(8));
         signed_block(bx, f16_at(wb, 0), b, a, &mut acc);
     }
@@ -75,7 +78,7 @@ fn q4_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 #[inline]
 fn q5_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(22).enumerate() {
+    for (b, wb) in w.chunks_exact(Q5_0_BYTES).enumerate() {
         let qh = u32::from_le_bytes(*arr(wb, 2));
         // Where the fifth bit is clear, set the high nibble: q | 0xF0 = q - 16 as i8.
         let hi = _mm256_andnot_si256(bytes_from_bits(qh), _mm256_set1_epi8(0xF0u8 as i8));
@@ -91,7 +94,7 @@ fn q5_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 #[inline]
 fn q8_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [_mm256_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(34).enumerate() {
+    for (b, wb) in w.chunks_exact(Q8_0_BYTES).enumerate() {
         let bx = load32::<u8>(arr(wb, 2));
         signed_block(bx, f16_at(wb, 0), b, a, &mut acc);
     }
@@ -105,7 +108,7 @@ fn q8_0<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
 fn q4_1<const R: usize>(w: &[u8], a: &[&[Q8Block]; R], out: &mut [f32; R]) {
     let mut acc = [_mm256_setzero_ps(); R];
     let mut mins = [0f32; R];
-    for (b, wb) in w.chunks_exact(20).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4_1_BYTES).enumerate() {
         let d = f16_at(wb, 0);
         let m = f16_at(wb, 2);
         let qx = nibbles(arr(wb, 4));
@@ -127,7 +130,7 @@ fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     let m4 = _mm256_set1_epi8(0xF);
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_m = [_mm_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(144).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4K_BYTES).enumerate() {
         let d = f16_at(wb, 0);
         let dmin = f16_at(wb, 2);
         // ggml's unpacking of the eight 6-bit scales (bytes 0..8) and mins (bytes 8..16).
@@ -182,7 +185,7 @@ fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32; R]) {
     let m2 = _mm256_set1_epi8(3);
     let m32s = _mm256_set1_epi8(32);
     let mut acc = [_mm256_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(210).enumerate() {
+    for (b, wb) in w.chunks_exact(Q6K_BYTES).enumerate() {
         let d = f16_at(wb, 208);
         let scales = load16(arr(wb, 192));
         let mut sumi = [_mm256_setzero_si256(); R];
@@ -277,25 +280,25 @@ macro_rules! wrapper {
 
 wrapper!(
     /// Q4_0 weights × Q8_0 activations.
-    dot_q4_0, q4_0, Q8Block, 18
+    dot_q4_0, q4_0, Q8Block, Q4_0_BYTES
 );
 wrapper!(
     /// Q4_1 weights × Q8_1 activations.
-    dot_q4_1, q4_1, Q8Block, 20
+    dot_q4_1, q4_1, Q8Block, Q4_1_BYTES
 );
 wrapper!(
     /// Q5_0 weights × Q8_0 activations.
-    dot_q5_0, q5_0, Q8Block, 22
+    dot_q5_0, q5_0, Q8Block, Q5_0_BYTES
 );
 wrapper!(
     /// Q8_0 weights × Q8_0 activations.
-    dot_q8_0, q8_0, Q8Block, 34
+    dot_q8_0, q8_0, Q8Block, Q8_0_BYTES
 );
 wrapper!(
     /// Q4_K weights × Q8_K activations.
-    dot_q4k, q4k, Q8KBlock, 144
+    dot_q4k, q4k, Q8KBlock, Q4K_BYTES
 );
 wrapper!(
     /// Q6_K weights × Q8_K activations.
-    dot_q6k, q6k, Q8KBlock, 210
+    dot_q6k, q6k, Q8KBlock, Q6K_BYTES
 );

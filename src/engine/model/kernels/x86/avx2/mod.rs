@@ -6,6 +6,7 @@ mod ggml;
 pub mod ops;
 pub mod x16;
 
+use crate::engine::model::kernels::cpu;
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 
@@ -15,10 +16,8 @@ pub struct Avx2(());
 
 impl Avx2 {
     pub fn detect() -> Option<Self> {
-        (is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c"))
-        .then_some(Self(()))
+        let cpu = cpu::features();
+        (cpu.avx2 && cpu.fma && cpu.f16c).then_some(Self(()))
     }
 }
 

@@ -19,6 +19,9 @@
 //! store goes through a function taking a fixed-size array, and none needs alignment.
 
 use super::Vnni;
+use crate::engine::model::kernels::blocks::{
+    Q4K_BYTES, Q4_0_BYTES, Q4_1_BYTES, Q5_0_BYTES, Q6K_BYTES, Q8_0_BYTES,
+};
 use crate::engine::model::kernels::x86::avx2::ops::{arr, load32, nibbles};
 use crate::engine::model::kernels::x86::prefetch::prefetch_ahead;
 use crate::engine::model::kernels::{Q8Block, Q8KBlock, QK};
@@ -131,10 +134,10 @@ const Q8_0: u8 = 3;
 /// Bytes per block and the offset of the unsigned quants (see the module comment).
 const fn layout(kind: u8) -> (usize, u8) {
     match kind {
-        Q4_0 => (18, 8),
-        Q4_1 => (20, 0),
-        Q5_0 => (22, 16),
-        _ => (34, 128),
+        Q4_0 => (Q4_0_BYTES, 8),
+        Q4_1 => (Q4_1_BYTES, 0),
+        Q5_0 => (Q5_0_BYTES, 16),
+        _ => (Q8_0_BYTES, 128),
     }
 }
 
@@ -367,9 +370,9 @@ macro_rules! k_wrapper {
 
 k_wrapper!(
     /// Q4_K weights × Q8_K activations.
-    dot_q4k, super::kquant::q4k, 144
+    dot_q4k, super::kquant::q4k, Q4K_BYTES
 );
 k_wrapper!(
     /// Q6_K weights × Q8_K activations.
-    dot_q6k, super::kquant::q6k, 210
+    dot_q6k, super::kquant::q6k, Q6K_BYTES
 );

@@ -7,6 +7,7 @@
 //! wrappers in [`super::ggml`] (see its soundness note).
 
 use super::ggml::{fold, join, load64};
+use crate::engine::model::kernels::blocks::{Q4K_BYTES, Q6K_BYTES};
 use crate::engine::model::kernels::x86::avx2::ops::{
     arr, f16_at, hsum, hsum128, load16, load32, load_i16x16, load_mult, unpack_scales_k4,
     SCALE_SHUFFLE,
@@ -20,7 +21,7 @@ pub(super) fn q4k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32
     let m4 = _mm512_set1_epi8(0xF);
     let mut acc = [_mm256_setzero_ps(); R];
     let mut acc_m = [_mm_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(144).enumerate() {
+    for (b, wb) in w.chunks_exact(Q4K_BYTES).enumerate() {
         let d = f16_at(wb, 0);
         let dmin = f16_at(wb, 2);
         let sm = unpack_scales_k4(arr(wb, 4));
@@ -68,7 +69,7 @@ pub(super) fn q6k<const R: usize>(w: &[u8], a: &[&[Q8KBlock]; R], out: &mut [f32
     let m2 = _mm512_set1_epi8(3);
     let m32s = _mm512_set1_epi8(32);
     let mut acc = [_mm256_setzero_ps(); R];
-    for (b, wb) in w.chunks_exact(210).enumerate() {
+    for (b, wb) in w.chunks_exact(Q6K_BYTES).enumerate() {
         let d = f16_at(wb, 208);
         let scales = load16(arr(wb, 192));
         let mut sumi = [_mm512_setzero_si512(); R];

@@ -10,6 +10,7 @@ mod q5_0_x16;
 mod q6k_x16;
 mod q8_0_x16;
 
+use crate::engine::model::kernels::cpu;
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 
@@ -19,14 +20,15 @@ pub struct Vnni(());
 
 impl Vnni {
     pub fn detect() -> Option<Self> {
-        (is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vl")
-            && is_x86_feature_detected!("avx512vnni")
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c"))
-        .then_some(Self(()))
+        let cpu = cpu::features();
+        (cpu.avx512f
+            && cpu.avx512bw
+            && cpu.avx512vl
+            && cpu.avx512vnni
+            && cpu.avx2
+            && cpu.fma
+            && cpu.f16c)
+            .then_some(Self(()))
     }
 }
 

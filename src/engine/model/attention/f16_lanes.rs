@@ -1,5 +1,5 @@
 //! f16 numbers (IEEE halves, as their bits) read as f32, exactly, inside the bodies that
-//! [`super::vecmath::multiversion`] compiles: with F16C's conversion instruction on the levels
+//! `vecmath::multiversion` compiles: with F16C's conversion instruction on the levels
 //! that guarantee it, the portable conversion on the baseline. Both give the same bits, so a
 //! loop that reads the KV cache's f16 numbers in place computes what it would from an f32 copy.
 
@@ -27,7 +27,7 @@ pub fn f16_bits_to_f32(h: u16) -> f32 {
 }
 
 /// The first `N` halves of `bits` as f32. `ISA` is the calling body's instruction set (a
-/// [`super::vecmath::isa`] value): on AVX2 and AVX-512, whose levels require F16C, eight or
+/// `vecmath::isa` value): on AVX2 and AVX-512, whose levels require F16C, eight or
 /// sixteen at a time with `vcvtph2ps`.
 #[inline(always)]
 pub fn f16_lanes<const N: usize, const ISA: u8>(bits: &[u16]) -> [f32; N] {
@@ -35,7 +35,7 @@ pub fn f16_lanes<const N: usize, const ISA: u8>(bits: &[u16]) -> [f32; N] {
     let mut out = [0f32; N];
     #[cfg(target_arch = "x86_64")]
     {
-        use super::vecmath::isa;
+        use crate::engine::model::vecmath::isa;
         use std::arch::x86_64::*;
         if ISA == isa::AVX512 && N.is_multiple_of(16) {
             for (o, b) in out.chunks_exact_mut(16).zip(bits.chunks_exact(16)) {

@@ -4,7 +4,7 @@
 //! KV cache's conversions), so `TAPER_KERNELS=avx2` on an AVX-512 machine runs what an AVX2
 //! machine runs. [`name`] is what the stats line, the stats panel and the bench show.
 
-use super::kernels::Isa;
+use crate::engine::model::kernels::Isa;
 use std::sync::OnceLock;
 
 /// What `TAPER_KERNELS` asks for.

@@ -1,7 +1,7 @@
 //! A decode step's attention arithmetic, read in memory order: the few rows of one token
 //! (the query heads of a KV head) against a tile of keys and its values.
 //!
-//! The blocked loops of [`super::attention_block`] keep every sum in registers and walk the
+//! The blocked loops of [`super::block`] keep every sum in registers and walk the
 //! keys sixteen positions at a time across all the dimensions: for a tile in the cache's
 //! transposed layout that is one 32-byte piece of each of `head_dim` runs, 512 bytes apart,
 //! and the values likewise a column block of each position. From memory, deep in a context,
@@ -12,13 +12,13 @@
 //! ahead for the lines they will read next.
 //!
 //! Every score and every weighted sum is still the same chain of fused multiply-adds in the
-//! same order as in [`super::attention_block`] (dimension order from zero; position order
+//! same order as in [`super::block`] (dimension order from zero; position order
 //! onto the running sum), so the results are the same bits: a token's output does not depend
 //! on which of the two computed it.
 
-use super::attention::TILE;
-use super::attention_block::LANES;
-use super::attention_numbers::{Keys, Source};
+use super::block::LANES;
+use super::numbers::{Keys, Source};
+use crate::engine::model::kv_cache::TILE;
 
 /// The most rows these loops take: their weights for two positions (or query values for two
 /// dimensions) stay in registers, four rows at a time.
@@ -32,7 +32,7 @@ const AHEAD: usize = 4;
 const PASS_ROWS: usize = 4;
 
 /// `out[r][p] = scale · q[r] · keys[.., p]` for every row of `q` and every position `p` of
-/// groups `g0..g1` (as [`super::attention_block::score_rows`]), reading the keys run by run.
+/// groups `g0..g1` (as [`super::block::score_rows`]), reading the keys run by run.
 /// `head_dim` must be even.
 #[inline(always)]
 pub(super) fn score_stream<S: Source>(
@@ -105,7 +105,7 @@ fn score_pass<const R: usize, S: Source>(
 
 /// `acc[r] += Σ_{c0 ≤ j < c1} p[r][j] · values[j - first]` for every row (all seeing the same
 /// positions `c0..c1`), summed in position order (as
-/// [`super::attention_weigh::weigh_values`]), reading the values row by row. `d` must be a
+/// [`super::weigh::weigh_values`]), reading the values row by row. `d` must be a
 /// multiple of [`LANES`].
 #[inline(always)]
 pub(super) fn weigh_stream<S: Source>(

@@ -1,6 +1,6 @@
 //! The arithmetic of one unit of attention: a block of query rows against one tile of keys
 //! (the scores), each row's softmax over the keys it sees, and the values weighted by it (that
-//! last step in [`super::attention_weigh`]).
+//! last step in [`super::weigh`]).
 //!
 //! The loops are blocked so that a key or a value, once loaded, serves several rows, and so
 //! that several independent sums run side by side: one row alone is a single chain of
@@ -10,16 +10,17 @@
 //! so a row's result never depends on the rows beside it, the block sizes or the instruction
 //! set.
 //!
-//! Unlike [`super::vecmath`], the two products use fused multiply-adds: one instruction instead
+//! Unlike `vecmath`, the two products use fused multiply-adds: one instruction instead
 //! of two for most of attention's arithmetic, which is what bounds its speed. A fused
 //! multiply-add is exactly rounded by definition, so the paths still agree bit for bit: the
 //! instruction on AVX2 and AVX-512 (and NEON), and libm's correctly rounded `fmaf` on an x86
 //! baseline, slower but only taken by CPUs without AVX2 or with `TAPER_KERNELS=scalar`.
 
-use super::attention::TILE;
-use super::attention_numbers::{F16s, F32s, KeyRuns, Keys, Numbers, Source};
-use super::attention_stream::{score_stream, STREAM_ROWS};
-use super::vecmath::{exp_inline, isa, multiversion};
+use super::numbers::{F16s, F32s, Keys, Source};
+use super::stream::{score_stream, STREAM_ROWS};
+use crate::engine::model::kv_cache::TILE;
+use crate::engine::model::kv_cache::{KeyRuns, Numbers};
+use crate::engine::model::vecmath::{exp_inline, isa, multiversion};
 
 /// Lanes of a group of positions scored together (one AVX-512 register of f32).
 pub(super) const LANES: usize = 16;
@@ -234,5 +235,5 @@ fn tree(mut lanes: [f32; LANES], f: impl Fn(f32, f32) -> f32) -> f32 {
 }
 
 #[cfg(test)]
-#[path = "attention_block_tests.rs"]
+#[path = "block_tests.rs"]
 mod tests;

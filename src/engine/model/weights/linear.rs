@@ -19,18 +19,18 @@
 //! are or how the columns were split between threads.
 //!
 //! `TAPER_KERNELS=candle` (every matrix through `QMatMul`), `=scalar` (no SIMD) or `=avx2` (no
-//! AVX-512) is read once, for comparisons ([`super::kernel_path`]). `=exact` is the reference the others are measured
+//! AVX-512) is read once, for comparisons ([`kernel_path`]). `=exact` is the reference the others are measured
 //! against (`taper perplexity`): every matrix dequantized to f32 at load and multiplied by f32
 //! activations, with no 8-bit requantization anywhere; slow and four to eight times the memory.
 
-use super::kernel_path::{self, Forced};
-use super::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use super::mapped::{MappedBytes, WeightFile};
 use super::matmul::{quantized_matmul, Mat};
-use super::scratch::{PassScratch, Pooled};
-use super::weights::MappedBytes;
+use super::repack::{repacked, WeightBytes};
+use crate::engine::model::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use crate::engine::model::runtime::kernel_path::{self, Forced};
+use crate::engine::model::runtime::scratch::{PassScratch, Pooled};
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Result, Tensor};
-use memmap2::{Mmap, MmapMut};
 use std::sync::Arc;
 
 pub struct QLinear {
@@ -45,26 +45,6 @@ enum Imp {
         layout: Layout,
     },
     Candle(QMatMul),
-}
-
-/// Where a native layer's blocks live.
-enum WeightBytes {
-    /// In the model file's memory map (how models are loaded).
-    Mapped(MappedBytes),
-    /// In memory of our own (layers built from a `QTensor`, as tests do).
-    Owned(Vec<u8>),
-    /// Repacked into an anonymous map (its first `usize` bytes).
-    Anon(Mmap, usize),
-}
-
-impl WeightBytes {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            WeightBytes::Mapped(m) => m,
-            WeightBytes::Owned(v) => v,
-            WeightBytes::Anon(map, len) => &map[..*len],
-        }
-    }
 }
 
 /// Our kernels' format for `dtype`, if there are kernels for it on this path (in ggml's
@@ -85,49 +65,20 @@ fn candle_matmul(tensor: Arc<QTensor>) -> Result<QMatMul> {
     QMatMul::from_arc(tensor)
 }
 
-/// Rows repacked between two hand-backs of the source's pages: a large matrix (Gemma 3's
-/// 178 MB output head) is then never resident twice over while it is copied.
-const REPACK_SLICE_ROWS: usize = 4096;
-
-/// `w` (`rows` rows of `format`) in the layout the kernels in use want, when that is not
-/// ggml's ([`Isa::packed_layout`]). `done(bytes)` is told each range of `w` that has been
-/// copied.
-fn repacked(
-    w: &[u8],
-    format: Format,
-    rows: usize,
-    done: impl Fn(std::ops::Range<usize>),
-) -> Option<Result<(WeightBytes, Layout)>> {
-    if rows == 0 || !w.len().is_multiple_of(rows) {
-        return None;
-    }
-    let (packed_layout, repack) = kernel_path::isa().packed_layout(format)?;
-    let row_bytes = w.len() / rows;
-    let blocks = row_bytes / format.spec().block_bytes;
-    let group = packed_layout.row_group();
-    // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
-    let group_bytes = blocks * packed_layout.block_bytes() * group;
-    let len = rows.div_ceil(group) * group_bytes;
-    // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
-    // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
-    // million, and decode's streaming reads miss the TLB less.
-    let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
-        for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
-            let end = (first + REPACK_SLICE_ROWS).min(rows);
-            let src = first * row_bytes..end * row_bytes;
-            let dst = first / group * group_bytes..end.div_ceil(group) * group_bytes;
-            repack(&w[src.clone()], end - first, &mut map[dst]);
-            done(src);
+/// Building a layer from the file belongs with the layer, so that the mapped file knows
+/// nothing of what is built on it.
+impl WeightFile<'_> {
+    /// A linear layer `y = x · Wᵀ` over the matrix `name`, checked to be `[cols_in, rows_out]`
+    /// in ggml order. Formats our kernels compute are read in place from the map.
+    pub fn linear(&self, name: &str, cols_in: usize, rows_out: usize) -> anyhow::Result<QLinear> {
+        self.expect_dims(name, &[cols_in, rows_out])?;
+        let info = self.info(name)?;
+        if let Some(linear) = QLinear::from_mapped(self.bytes(info)?, info.dtype, cols_in, rows_out)
+        {
+            return Ok(linear);
         }
-        map.make_read_only()
-    });
-    Some(
-        packed
-            .map(|map| (WeightBytes::Anon(map, len), packed_layout))
-            .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
-    )
+        Ok(QLinear::from_arc(self.qtensor(info)?)?)
+    }
 }
 
 impl QLinear {

@@ -4,8 +4,8 @@
 //! each chunk computed by the kernels eight or four activation rows at a time and written
 //! straight into its piece of the row-major output.
 
-use super::kernels::{self, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
-use super::scratch::{BufferPool, PassScratch, Pooled};
+use crate::engine::model::kernels::{self, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
+use crate::engine::model::runtime::scratch::{BufferPool, PassScratch, Pooled};
 use rayon::prelude::*;
 
 /// Below this many multiply-adds a matmul runs on the calling thread, and no parallel task

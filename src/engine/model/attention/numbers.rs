@@ -1,25 +1,8 @@
 //! What attention reads: a tile's keys and a run of values, as f32 or as the KV cache's f16
 //! numbers converted exactly as they are loaded, and the loads the scoring and weighting loops
-//! of [`super::attention_block`] make from either, `N` lanes at a time.
+//! of [`super::block`] make from either, `N` lanes at a time.
 
 use super::f16_lanes::f16_lanes;
-
-/// Numbers attention reads (a tile's keys, a run of values): f32, or the cache's f16 bits,
-/// converted exactly as they are loaded. Either way the arithmetic sees the same f32 values,
-/// so a result does not depend on which one it read.
-#[derive(Debug, Clone, Copy)]
-pub enum Numbers<'a> {
-    F32(&'a [f32]),
-    F16(&'a [u16]),
-}
-
-/// A tile's keys, transposed: for each dimension a run of the tile's positions, `stride`
-/// numbers apart.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyRuns<'a> {
-    pub numbers: Numbers<'a>,
-    pub stride: usize,
-}
 
 /// Where the loops load their numbers from, `N` at a time as f32.
 pub(super) trait Source: Copy {
@@ -27,7 +10,7 @@ pub(super) trait Source: Copy {
     /// How many numbers there are.
     fn len(self) -> usize;
     /// [`Self::lanes`] without the bounds check, for the innermost loops of
-    /// [`super::attention_block`], which check their whole range once before they start (a
+    /// [`super::block`], which check their whole range once before they start (a
     /// check and a branch per load were about a third of the scoring loop's instructions).
     ///
     /// # Safety
@@ -38,7 +21,7 @@ pub(super) trait Source: Copy {
 }
 
 /// Asks for the cache line holding `x[at]` (nothing past the end of `x`): the streaming loops
-/// of [`super::attention_stream`] read the cache from memory, and the hardware prefetchers
+/// of [`super::stream`] read the cache from memory, and the hardware prefetchers
 /// alone kept too few lines in flight.
 #[inline(always)]
 fn prefetch_line<T>(x: &[T], at: usize) {

@@ -1,12 +1,13 @@
-//! The third step of a unit of attention (see [`super::attention_block`]): each row's values
+//! The third step of a unit of attention (see [`super::block`]): each row's values
 //! weighted by its softmax over the tile's positions, in blocks of rows and columns whose sums
 //! stay in registers, every row's sum in position order whatever the block.
 
-use super::attention::TILE;
-use super::attention_block::LANES;
-use super::attention_numbers::{F16s, F32s, Numbers, Source};
-use super::attention_stream::{weigh_stream, STREAM_ROWS};
-use super::vecmath::{isa, multiversion};
+use super::block::LANES;
+use super::numbers::{F16s, F32s, Source};
+use super::stream::{weigh_stream, STREAM_ROWS};
+use crate::engine::model::kv_cache::Numbers;
+use crate::engine::model::kv_cache::TILE;
+use crate::engine::model::vecmath::{isa, multiversion};
 
 multiversion! {
     /// `acc[r] += Σ_{c0 ≤ j < c1} p[r][j] · values[j - first]` for each row `r` and its

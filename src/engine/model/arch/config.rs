@@ -1,44 +1,9 @@
-//! The shape of a decoder, read from GGUF metadata: which architecture, how big, which options.
+//! The shape of a decoder, read from GGUF metadata: which architecture (its row of
+//! [`super::recipe::RECIPES`]), how big, which options.
 
+use super::recipe::{Arch, RopeStyle, ScoreScale};
 use crate::engine::gguf::GgufHeader;
 use anyhow::{anyhow, bail, Result};
-
-/// The architectures the decoder implements (`general.architecture`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arch {
-    Llama,
-    Qwen2,
-    Qwen3,
-    Phi3,
-    Gemma3,
-    Gemma4,
-}
-
-impl Arch {
-    pub const SUPPORTED: &'static [&'static str] =
-        &["llama", "qwen2", "qwen3", "phi3", "gemma3", "gemma4"];
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "llama" => Arch::Llama,
-            "qwen2" => Arch::Qwen2,
-            "qwen3" => Arch::Qwen3,
-            "phi3" => Arch::Phi3,
-            "gemma3" => Arch::Gemma3,
-            "gemma4" => Arch::Gemma4,
-            _ => return None,
-        })
-    }
-
-    pub fn is_gemma(self) -> bool {
-        matches!(self, Arch::Gemma3 | Arch::Gemma4)
-    }
-
-    /// Gemma's feed-forward uses tanh-GELU; everyone else SiLU.
-    pub fn uses_gelu(self) -> bool {
-        self.is_gemma()
-    }
-}
 
 /// How positions are rotated into Q and K for one kind of layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,14 +77,10 @@ impl ModelConfig {
         let sizes = meta.sizes()?;
         let vocab_size = meta.vocab_size(sizes.n_embd)?;
         let context_length = meta.usize_or("context_length", 4096);
-        let default_eps = if matches!(arch, Arch::Llama | Arch::Phi3) {
-            1e-5
-        } else {
-            1e-6
-        };
-        let rms_eps = meta.f64_or("attention.layer_norm_rms_epsilon", default_eps) as f32;
+        let recipe = arch.recipe();
+        let rms_eps = meta.f64_or("attention.layer_norm_rms_epsilon", recipe.rms_eps) as f32;
         let rope = meta.rope(arch, sizes.head_dim)?;
-        let (sliding_window, swa_layers, rope_swa) = if arch.is_gemma() {
+        let (sliding_window, swa_layers, rope_swa) = if recipe.sliding_window {
             let (window, layers) = meta.sliding_layers(sizes.n_layer)?;
             let rope_swa = RopeConfig {
                 base: meta.f64_or("rope.freq_base_swa", 10_000.0) as f32,
@@ -129,14 +90,11 @@ impl ModelConfig {
             };
             (Some(window), layers, rope_swa)
         } else {
-            // Phi-3's converter writes a sliding window that the model does not use.
             (None, vec![false; sizes.n_layer], rope.clone())
         };
-        // Gemma 4 normalises Q and K (and V) per head and does not scale the scores.
-        let default_attn_scale = if arch == Arch::Gemma4 {
-            1.0
-        } else {
-            1.0 / (sizes.head_dim as f32).sqrt()
+        let default_attn_scale = match recipe.score_scale {
+            ScoreScale::One => 1.0,
+            ScoreScale::InverseSqrtHeadDim => 1.0 / (sizes.head_dim as f32).sqrt(),
         };
         let shared_kv_layers = meta.usize_or("attention.shared_kv_layers", 0);
         if shared_kv_layers >= sizes.n_layer {
@@ -164,7 +122,9 @@ impl ModelConfig {
                 .usize_or("rope.scaling.original_context_length", context_length),
             sliding_window,
             swa_layers,
-            embed_scale: arch.is_gemma().then(|| (sizes.n_embd as f32).sqrt()),
+            embed_scale: recipe
+                .embed_sqrt_width
+                .then(|| (sizes.n_embd as f32).sqrt()),
             attn_scale: meta.f64_or("attention.scale", default_attn_scale as f64) as f32,
             shared_kv_layers,
             per_layer_input: meta.usize_or("embedding_length_per_layer_input", 0),
@@ -342,7 +302,7 @@ impl Meta<'_> {
             base: self.f64_or("rope.freq_base", 10_000.0) as f32,
             freq_scale,
             n_rot: self.rotary_dims("rope.dimension_count", head_dim)?,
-            neox: arch != Arch::Llama,
+            neox: arch.recipe().rope == RopeStyle::NeoX,
             attn_factor: self.f64_or("rope.scaling.attn_factor", 1.0) as f32,
         })
     }

@@ -11,7 +11,7 @@
 //! passes ask for: a request no free buffer can hold replaces the largest free one rather
 //! than adding to them. The pool belongs to the model, so a model switch frees it.
 
-use super::kernels::{Q8Block, Q8KBlock};
+use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, MutexGuard};
 

@@ -23,7 +23,7 @@ const IDLE_LIMIT: Duration = Duration::from_millis(2);
 static SPINNING: AtomicUsize = AtomicUsize::new(0);
 
 /// Runs `pass` (on a pool thread) with the pool's other workers kept awake.
-pub(super) fn with_workers_awake<R>(pass: impl FnOnce() -> R) -> R {
+pub(in crate::engine::model) fn with_workers_awake<R>(pass: impl FnOnce() -> R) -> R {
     let others = rayon::current_num_threads().saturating_sub(1);
     let Some(owner) = rayon::current_thread_index() else {
         return pass();

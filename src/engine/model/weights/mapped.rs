@@ -1,4 +1,5 @@
-//! Tensors of a GGUF file, served from a memory map.
+//! Tensors of a GGUF file, served from a memory map (the base of [`super`]: what builds a
+//! layer from a tensor, `WeightFile::linear` and `WeightFile::rows`, lives with the layer).
 //!
 //! Quantized matrices and embedding tables are not copied: the kernels read their blocks
 //! straight from the mapped file, so the weights cost page cache (shared, reclaimable, and
@@ -8,8 +9,6 @@
 //! file pages handed back. Small tensors (norms, biases) and formats without kernels of ours
 //! are copied into candle tensors.
 
-use super::embedding::RowTable;
-use super::linear::QLinear;
 use crate::engine::gguf::{GgufHeader, TensorInfo};
 use anyhow::{anyhow, Context, Result};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
@@ -89,14 +88,14 @@ impl<'h> WeightFile<'h> {
         self.header.tensor(name).is_some()
     }
 
-    fn info(&self, name: &str) -> Result<&TensorInfo> {
+    pub(super) fn info(&self, name: &str) -> Result<&TensorInfo> {
         self.header
             .tensor(name)
             .ok_or_else(|| anyhow!("tensor {name} is missing"))
     }
 
     /// The stored bytes of a tensor (the header reader checked they lie inside the file).
-    fn bytes(&self, info: &TensorInfo) -> Result<MappedBytes> {
+    pub(super) fn bytes(&self, info: &TensorInfo) -> Result<MappedBytes> {
         let start = usize::try_from(info.offset)?;
         let end = start
             .checked_add(usize::try_from(info.size_bytes)?)
@@ -109,32 +108,12 @@ impl<'h> WeightFile<'h> {
     }
 
     /// The tensor copied into candle's quantized storage.
-    fn qtensor(&self, info: &TensorInfo) -> Result<Arc<QTensor>> {
+    pub(super) fn qtensor(&self, info: &TensorInfo) -> Result<Arc<QTensor>> {
         let bytes = self.bytes(info)?;
         let storage = qstorage(&bytes, info.dtype)?;
         let tensor =
             QTensor::new(storage, info.shape()).with_context(|| format!("tensor {}", info.name))?;
         Ok(Arc::new(tensor))
-    }
-
-    /// A linear layer `y = x · Wᵀ` over the matrix `name`, checked to be `[cols_in, rows_out]`
-    /// in ggml order. Formats our kernels compute are read in place from the map.
-    pub fn linear(&self, name: &str, cols_in: usize, rows_out: usize) -> Result<QLinear> {
-        self.expect_dims(name, &[cols_in, rows_out])?;
-        let info = self.info(name)?;
-        if let Some(linear) = QLinear::from_mapped(self.bytes(info)?, info.dtype, cols_in, rows_out)
-        {
-            return Ok(linear);
-        }
-        Ok(QLinear::from_arc(self.qtensor(info)?)?)
-    }
-
-    /// An embedding table `[row_len, rows]`, whose rows are dequantized when looked up.
-    pub fn rows(&self, name: &str, row_len: usize, rows: usize) -> Result<RowTable> {
-        self.expect_dims(name, &[row_len, rows])?;
-        let info = self.info(name)?;
-        RowTable::new(self.bytes(info)?, info.dtype, row_len, rows)
-            .with_context(|| format!("tensor {name}"))
     }
 
     /// A 1-D f32 vector (norm weights, biases, rope factors).

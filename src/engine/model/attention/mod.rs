@@ -16,20 +16,20 @@
 //! work even with few KV heads, deep in a long context (decode: many tiles) or at its start
 //! (prefill: many query blocks). Each unit reads its tile of keys and values once, converted
 //! to f32 from the cache's format, for all the query heads that share the KV head; those rows
-//! are scored and weighted together ([`super::attention_block`]), each load serving several.
+//! are scored and weighted together ([`block`]), each load serving several.
 
-use super::attention_block::{score_rows, softmax_rows, LANES};
-use super::attention_weigh::weigh_values;
-use super::kv_cache::LayerCache;
+mod block;
+pub(super) mod f16_lanes;
+pub(super) mod numbers;
+mod stream;
+mod weigh;
+
+use self::block::{score_rows, softmax_rows, LANES};
+use self::weigh::weigh_values;
+use super::kv_cache::{LayerCache, TILE};
 use super::vecmath::exp_inline;
 use rayon::prelude::*;
 
-/// Positions per tile of keys.
-pub const TILE: usize = 256;
-/// Distance between a tile's dimensions in its f32 copy: not a multiple of 4 KB (a tile's
-/// 256 floats are 1 KB), so that the runs of a block of keys fall in different sets of the
-/// first-level cache instead of evicting each other.
-pub const KEY_STRIDE: usize = TILE + 16;
 /// Queries per unit of work.
 const QUERY_BLOCK: usize = 16;
 /// Rows (queries × the query heads of a KV head) up to which a unit reads an f16 cache in
@@ -288,5 +288,5 @@ impl<'o> Merged<'o> {
 }
 
 #[cfg(test)]
-#[path = "attention_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

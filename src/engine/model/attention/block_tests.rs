@@ -1,6 +1,6 @@
+use super::super::weigh::weigh_values;
 use super::*;
-use crate::engine::model::attention::KEY_STRIDE;
-use crate::engine::model::attention_weigh::weigh_values;
+use crate::engine::model::kv_cache::KEY_STRIDE;
 
 fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2654435761).wrapping_add(1);

@@ -4,12 +4,23 @@
 //! table is billions of values), yet a forward pass reads one row per token: rows stay
 //! quantized in the map and only the ones looked up are dequantized.
 
-use super::kernels::{packed::q8_0_x16, QK};
 use super::linear::QLinear;
-use super::weights::{qstorage, MappedBytes};
-use anyhow::{bail, Result};
+use super::mapped::{qstorage, MappedBytes, WeightFile};
+use crate::engine::model::kernels::{packed::q8_0_x16, QK};
+use anyhow::{bail, Context, Result};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Device;
+
+/// As `WeightFile::linear`, the table is built here rather than in the mapped file.
+impl WeightFile<'_> {
+    /// An embedding table `[row_len, rows]`, whose rows are dequantized when looked up.
+    pub fn rows(&self, name: &str, row_len: usize, rows: usize) -> Result<RowTable> {
+        self.expect_dims(name, &[row_len, rows])?;
+        let info = self.info(name)?;
+        RowTable::new(self.bytes(info)?, info.dtype, row_len, rows)
+            .with_context(|| format!("tensor {name}"))
+    }
+}
 
 pub struct RowTable {
     bytes: MappedBytes,

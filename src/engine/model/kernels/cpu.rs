@@ -1,0 +1,66 @@
+//! What this CPU has: every instruction-set feature a dispatcher asks about, detected once, in
+//! one place. Both CPU-dependent systems read it: the quantized kernels' tokens ([`super::Isa`]:
+//! a token is made only if the features its kernels are compiled for are here) and the f32
+//! vector code's levels (`vecmath::level`), as do the KV cache's f16 conversion and the
+//! prefetch distance. What `TAPER_KERNELS` allows of it is decided after, in
+//! `runtime::kernel_path` (the tokens and levels cap themselves by its `forced()`).
+
+use std::sync::OnceLock;
+
+/// The features taper's code paths are compiled for (false where the architecture has no
+/// such feature).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    pub avx: bool,
+    pub avx2: bool,
+    pub fma: bool,
+    pub f16c: bool,
+    pub avx512f: bool,
+    pub avx512bw: bool,
+    pub avx512vl: bool,
+    pub avx512vnni: bool,
+    /// The 256-bit VEX `vpdpbusd` (Alder Lake and later, Zen 5).
+    pub avxvnni: bool,
+    /// ARM's `sdot` (FEAT_DotProd).
+    pub dotprod: bool,
+    /// ARM's `smmla` (FEAT_I8MM).
+    pub i8mm: bool,
+}
+
+/// This CPU's features, detected on the first call.
+pub fn features() -> Features {
+    static FEATURES: OnceLock<Features> = OnceLock::new();
+    *FEATURES.get_or_init(detect)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> Features {
+    use std::arch::is_x86_feature_detected as has;
+    Features {
+        avx: has!("avx"),
+        avx2: has!("avx2"),
+        fma: has!("fma"),
+        f16c: has!("f16c"),
+        avx512f: has!("avx512f"),
+        avx512bw: has!("avx512bw"),
+        avx512vl: has!("avx512vl"),
+        avx512vnni: has!("avx512vnni"),
+        avxvnni: has!("avxvnni"),
+        ..Features::default()
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn detect() -> Features {
+    use std::arch::is_aarch64_feature_detected as has;
+    Features {
+        dotprod: has!("dotprod"),
+        i8mm: has!("i8mm"),
+        ..Features::default()
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn detect() -> Features {
+    Features::default()
+}

@@ -1,0 +1,74 @@
+//! Weights repacked at load into the layout the kernel path wants (`Isa::packed_layout`), in
+//! anonymous memory of their own, and where a layer's blocks live (the map, that memory, or a
+//! copy of our own).
+
+use super::mapped::MappedBytes;
+use crate::engine::model::kernels::{Format, Layout};
+use crate::engine::model::runtime::kernel_path;
+use candle_core::Result;
+use memmap2::{Mmap, MmapMut};
+
+/// Where a native layer's blocks live.
+pub(super) enum WeightBytes {
+    /// In the model file's memory map (how models are loaded).
+    Mapped(MappedBytes),
+    /// In memory of our own (layers built from a `QTensor`, as tests do).
+    Owned(Vec<u8>),
+    /// Repacked into an anonymous map (its first `usize` bytes).
+    Anon(Mmap, usize),
+}
+
+impl WeightBytes {
+    pub(super) fn as_slice(&self) -> &[u8] {
+        match self {
+            WeightBytes::Mapped(m) => m,
+            WeightBytes::Owned(v) => v,
+            WeightBytes::Anon(map, len) => &map[..*len],
+        }
+    }
+}
+
+/// Rows repacked between two hand-backs of the source's pages: a large matrix (Gemma 3's
+/// 178 MB output head) is then never resident twice over while it is copied.
+const REPACK_SLICE_ROWS: usize = 4096;
+
+/// `w` (`rows` rows of `format`) in the layout the kernels in use want, when that is not
+/// ggml's (`Isa::packed_layout`). `done(bytes)` is told each range of `w` that has been
+/// copied.
+pub(super) fn repacked(
+    w: &[u8],
+    format: Format,
+    rows: usize,
+    done: impl Fn(std::ops::Range<usize>),
+) -> Option<Result<(WeightBytes, Layout)>> {
+    if rows == 0 || !w.len().is_multiple_of(rows) {
+        return None;
+    }
+    let (packed_layout, repack) = kernel_path::isa().packed_layout(format)?;
+    let row_bytes = w.len() / rows;
+    let blocks = row_bytes / format.spec().block_bytes;
+    let group = packed_layout.row_group();
+    // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
+    let group_bytes = blocks * packed_layout.block_bytes() * group;
+    let len = rows.div_ceil(group) * group_bytes;
+    // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
+    // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
+    // million, and decode's streaming reads miss the TLB less.
+    let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
+            let end = (first + REPACK_SLICE_ROWS).min(rows);
+            let src = first * row_bytes..end * row_bytes;
+            let dst = first / group * group_bytes..end.div_ceil(group) * group_bytes;
+            repack(&w[src.clone()], end - first, &mut map[dst]);
+            done(src);
+        }
+        map.make_read_only()
+    });
+    Some(
+        packed
+            .map(|map| (WeightBytes::Anon(map, len), packed_layout))
+            .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
+    )
+}
