@@ -2,9 +2,9 @@
 //! `protocol` and the leaves under them stay leaves, the engine does not reach back into its
 //! clients, and a folder's insides do not reach back into a sibling that uses them.
 //!
-//! Each folder of `src/` (and each file directly in `src/`) is a node. A file's references
-//! (`crate::a::b`, `super::x`, resolved to the folder that holds their target) are its
-//! folder's edges. A folder reaching into its own sub-folders is not counted: a parent holds
+//! Each folder of `src/` (and each file directly in `src/`) is a node. A file's references in
+//! code (`crate::a::b`, `super::x`, resolved to the folder that holds their target; comments
+//! and doc links are not imports) are its folder's edges. A folder reaching into its own sub-folders is not counted: a parent holds
 //! its children (`mod`, `pub use`). Every other edge counts, a child's use of its parent
 //! included.
 
@@ -103,6 +103,15 @@ fn references(text: &str, module: &[String], is_folder_module: bool) -> Vec<Vec<
     found
 }
 
+/// The code of `text` without its comments (a doc link is not an import). A `//` inside a
+/// string cuts that line short, which at worst hides a reference in the rest of the line.
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|line| line.split_once("//").map_or(line, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The folder graph's edges, each with one file that makes it.
 fn edges(src: &Path) -> BTreeMap<(String, String), PathBuf> {
     let mut files = Vec::new();
@@ -115,7 +124,7 @@ fn edges(src: &Path) -> BTreeMap<(String, String), PathBuf> {
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("readable source");
-        for target in references(&text, &module, folder_module) {
+        for target in references(&without_comments(&text), &module, folder_module) {
             let Some(to) = node_of(src, &target) else {
                 continue;
             };

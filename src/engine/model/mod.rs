@@ -2,6 +2,7 @@
 
 pub mod arch;
 pub mod attention;
+pub mod cpu;
 pub mod decoder;
 pub mod kernels;
 pub mod kv_cache;

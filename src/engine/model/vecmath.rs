@@ -20,14 +20,14 @@ pub(crate) enum Level {
     Avx512,
 }
 
-/// The best level this CPU has ([`super::kernels::cpu`], the features the quantized kernels
-/// read too), within what `TAPER_KERNELS` allows ([`super::runtime::kernel_path`]).
+/// The best level this CPU has ([`super::cpu`], the features the quantized kernels
+/// read too), within what `TAPER_KERNELS` allows ([`super::cpu::forced`]).
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            use super::runtime::kernel_path::{forced, Forced};
+            use super::cpu::{forced, Forced};
             let forced = forced();
             if forced == Forced::Scalar {
                 return Level::Baseline;
@@ -35,7 +35,7 @@ pub(crate) fn level() -> Level {
             let capped = matches!(forced, Forced::Avx2 | Forced::AvxVnni);
             // F16C (every AVX2 and AVX-512 CPU has it) is part of both levels, for the bodies
             // that read f16 numbers (the KV cache) with its conversion.
-            let cpu = super::kernels::cpu::features();
+            let cpu = super::cpu::features();
             let f16c = cpu.f16c;
             if !capped && f16c && cpu.avx512f {
                 return Level::Avx512;

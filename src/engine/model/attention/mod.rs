@@ -19,7 +19,6 @@
 //! are scored and weighted together ([`block`]), each load serving several.
 
 mod block;
-pub(super) mod f16_lanes;
 pub(super) mod numbers;
 mod stream;
 mod weigh;

@@ -2,7 +2,7 @@
 //! numbers converted exactly as they are loaded, and the loads the scoring and weighting loops
 //! of [`super::block`] make from either, `N` lanes at a time.
 
-use super::f16_lanes::f16_lanes;
+use crate::engine::model::kv_cache::f16_lanes::f16_lanes;
 
 /// Where the loops load their numbers from, `N` at a time as f32.
 pub(super) trait Source: Copy {

@@ -13,7 +13,7 @@
 //!
 //! Adding a format is a row in [`format::FORMATS`] (its block size named in `blocks`), its
 //! layouts' arms in [`Layout::spec`] and its reference; adding an instruction set is its
-//! features in [`cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction
+//! features in [`crate::engine::model::cpu::Features`], a folder and a variant of [`Isa`]. A layout an instruction
 //! set has no kernel for runs its reference.
 //!
 //! Activations are quantized per row to 8-bit blocks: like ggml does for the 32-element
@@ -35,7 +35,6 @@ mod activations_tests;
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
 mod blocks;
-pub mod cpu;
 pub mod format;
 pub mod generic;
 pub mod layout;

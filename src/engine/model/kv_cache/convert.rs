@@ -2,8 +2,8 @@
 //! AVX-512, AVX2 and the baseline): f16 and q8_0 rows read back as f32, and a q8_0 block
 //! quantized. Every conversion is exact or rounds the same way on every path.
 
+use super::f16_lanes::f16_bits_to_f32;
 use super::layout::Q8_BLOCK;
-use crate::engine::model::attention::f16_lanes::f16_bits_to_f32;
 use crate::engine::model::vecmath::{multiversion, round_inline};
 
 /// `dst[i] = src[i]` for f16 bits `src`: with F16C's conversion instruction where the CPU has
@@ -23,9 +23,9 @@ pub fn f16_to_f32(src: &[u16], dst: &mut [f32]) {
 fn has_f16c() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
-        let allowed = crate::engine::model::runtime::kernel_path::forced()
-            != crate::engine::model::runtime::kernel_path::Forced::Scalar;
-        let cpu = crate::engine::model::kernels::cpu::features();
+        let allowed =
+            crate::engine::model::cpu::forced() != crate::engine::model::cpu::Forced::Scalar;
+        let cpu = crate::engine::model::cpu::features();
         allowed && cpu.avx && cpu.f16c
     })
 }

@@ -5,6 +5,7 @@
 //! allocations the OS maps lazily, so memory grows with the conversation.
 
 mod convert;
+pub(crate) mod f16_lanes;
 mod layout;
 mod store;
 mod zeroed;

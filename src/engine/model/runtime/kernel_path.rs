@@ -4,39 +4,9 @@
 //! KV cache's conversions), so `TAPER_KERNELS=avx2` on an AVX-512 machine runs what an AVX2
 //! machine runs. [`name`] is what the stats line, the stats panel and the bench show.
 
+pub use crate::engine::model::cpu::{forced, Forced};
 use crate::engine::model::kernels::Isa;
 use std::sync::OnceLock;
-
-/// What `TAPER_KERNELS` asks for.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Forced {
-    /// Nothing: the best path of this CPU.
-    Best,
-    /// No SIMD anywhere.
-    Scalar,
-    /// At most AVX2 + FMA + F16C (no AVX-512, no AVX-VNNI); on ARM, where there is nothing to
-    /// leave out, the best path.
-    Avx2,
-    /// As `Avx2`, with AVX-VNNI where the CPU has it: what an Alder Lake or Zen 5 runs.
-    AvxVnni,
-    /// Every matrix through candle's `QMatMul`.
-    Candle,
-    /// Every matrix dequantized to f32, f32 activations: the reference of `taper perplexity`.
-    Exact,
-}
-
-/// `TAPER_KERNELS`, read once; anything unknown is the best path.
-pub fn forced() -> Forced {
-    static FORCED: OnceLock<Forced> = OnceLock::new();
-    *FORCED.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {
-        Ok("scalar") => Forced::Scalar,
-        Ok("avx2") => Forced::Avx2,
-        Ok("avx-vnni") => Forced::AvxVnni,
-        Ok("candle") => Forced::Candle,
-        Ok("exact") => Forced::Exact,
-        _ => Forced::Best,
-    })
-}
 
 /// The quantized kernels' instruction set (what [`forced`] allows of what the CPU has).
 pub fn isa() -> Isa {

@@ -28,7 +28,7 @@ const EARLY_ZEN_PREFETCH_BYTES: usize = 2 << 10;
 /// (Zen 5, not measured, is taken with Zen 4).
 static PREFETCH_BYTES: LazyLock<usize> = LazyLock::new(|| match is_amd() {
     false => INTEL_PREFETCH_BYTES,
-    true if crate::engine::model::kernels::cpu::features().avx512f => 0,
+    true if crate::engine::model::cpu::features().avx512f => 0,
     true => EARLY_ZEN_PREFETCH_BYTES,
 });
 

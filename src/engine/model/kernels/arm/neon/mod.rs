@@ -49,7 +49,7 @@ pub struct Neon(Level);
 impl Neon {
     /// Every level this CPU has, slowest first (plain NEON always).
     pub fn detect_all() -> Vec<Self> {
-        let cpu = crate::engine::model::kernels::cpu::features();
+        let cpu = crate::engine::model::cpu::features();
         let (dotprod, i8mm) = (cpu.dotprod, cpu.dotprod && cpu.i8mm);
         let mut v = vec![Self(Level::Plain)];
         if dotprod {

@@ -6,7 +6,7 @@ mod ggml;
 pub mod ops;
 pub mod x16;
 
-use crate::engine::model::kernels::cpu;
+use crate::engine::model::cpu;
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 

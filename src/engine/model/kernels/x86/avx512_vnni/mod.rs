@@ -10,7 +10,7 @@ mod q5_0_x16;
 mod q6k_x16;
 mod q8_0_x16;
 
-use crate::engine::model::kernels::cpu;
+use crate::engine::model::cpu;
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 

@@ -5,7 +5,7 @@
 //! The integer sums are the same, so every result is the same bits as AVX2's.
 
 use super::avx2::{self, x16, x16::BytePath, Avx2};
-use crate::engine::model::kernels::cpu;
+use crate::engine::model::cpu;
 use crate::engine::model::kernels::layout::{Q8KLayout, Q8Layout};
 use crate::engine::model::kernels::{Q8Block, Q8KBlock};
 

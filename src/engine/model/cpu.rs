@@ -1,11 +1,42 @@
 //! What this CPU has: every instruction-set feature a dispatcher asks about, detected once, in
-//! one place. Both CPU-dependent systems read it: the quantized kernels' tokens ([`super::Isa`]:
-//! a token is made only if the features its kernels are compiled for are here) and the f32
-//! vector code's levels (`vecmath::level`), as do the KV cache's f16 conversion and the
-//! prefetch distance. What `TAPER_KERNELS` allows of it is decided after, in
-//! `runtime::kernel_path` (the tokens and levels cap themselves by its `forced()`).
+//! one place, and what `TAPER_KERNELS` allows of it ([`forced`]). Both CPU-dependent systems
+//! read it: the quantized kernels' tokens (`kernels::Isa`: a token is made only if the
+//! features its kernels are compiled for are here) and the f32 vector code's levels
+//! (`vecmath::level`), as do the KV cache's f16 conversion and the prefetch distance. The
+//! tokens and levels cap themselves by [`forced`]; `runtime::kernel_path` names the result.
 
 use std::sync::OnceLock;
+
+/// What `TAPER_KERNELS` asks for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Forced {
+    /// Nothing: the best path of this CPU.
+    Best,
+    /// No SIMD anywhere.
+    Scalar,
+    /// At most AVX2 + FMA + F16C (no AVX-512, no AVX-VNNI); on ARM, where there is nothing to
+    /// leave out, the best path.
+    Avx2,
+    /// As `Avx2`, with AVX-VNNI where the CPU has it: what an Alder Lake or Zen 5 runs.
+    AvxVnni,
+    /// Every matrix through candle's `QMatMul`.
+    Candle,
+    /// Every matrix dequantized to f32, f32 activations: the reference of `taper perplexity`.
+    Exact,
+}
+
+/// `TAPER_KERNELS`, read once; anything unknown is the best path.
+pub fn forced() -> Forced {
+    static FORCED: OnceLock<Forced> = OnceLock::new();
+    *FORCED.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {
+        Ok("scalar") => Forced::Scalar,
+        Ok("avx2") => Forced::Avx2,
+        Ok("avx-vnni") => Forced::AvxVnni,
+        Ok("candle") => Forced::Candle,
+        Ok("exact") => Forced::Exact,
+        _ => Forced::Best,
+    })
+}
 
 /// The features taper's code paths are compiled for (false where the architecture has no
 /// such feature).
