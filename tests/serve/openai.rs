@@ -46,7 +46,9 @@ fn venv_python() -> PathBuf {
 fn the_official_openai_client_works_against_taper_serve() {
     let python = venv_python();
     let server = Server::start(&["--parallel", "2", "--ctx-size", "512"]);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve/openai.py");
+    // Not `openai.py`: Python puts the script's folder first on its path, and a script of that
+    // name would import itself instead of the package.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve/openai_client.py");
     let out = Command::new(python)
         .arg(script)
         .arg(format!("{}/v1", server.url))
