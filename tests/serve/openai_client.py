@@ -1,4 +1,6 @@
-"""The official `openai` Python package against `taper serve` (run by tests/serve/openai.rs; not named openai.py, which would shadow the package).
+"""The official `openai` Python package against `taper serve` (run by tests/serve/openai.rs).
+
+Not named openai.py: run as a script, that name would shadow the package it imports.
 
 argv: BASE_URL MODEL_ID. Exits non-zero (with the reason) when anything is not as an OpenAI
 client expects.
