@@ -218,3 +218,82 @@ pub fn session_file(data: &[u8]) {
     let _ = crate::sessions::export::to_markdown(&session);
     let _ = (session.display_title(), session.models());
 }
+
+/// A schema, grammar or regex as a request would bring it, compiled against a byte-level
+/// vocabulary and then walked: the compiler must accept it or say why (never panic, never
+/// hang: llguidance's own limits bound its time and memory), and an accepted grammar's mask
+/// must hold its invariants for a few steps (some token allowed, the chosen one accepted).
+///
+/// Sections: `[kind, text]`. The kind byte picks a JSON Schema (the text parsed as JSON;
+/// text that is not JSON is a correct refusal upstream, so it returns), a Lark grammar, a
+/// regular expression or any JSON object.
+pub fn constraint(data: &[u8]) {
+    use crate::engine::grammar::Grammars;
+    use crate::protocol::Constraint;
+    use std::sync::OnceLock;
+
+    static GRAMMARS: OnceLock<Option<Grammars>> = OnceLock::new();
+    let Some(grammars) = GRAMMARS.get_or_init(|| Grammars::new(&byte_level_vocabulary()).ok())
+    else {
+        panic!("the byte-level test vocabulary must be usable for grammars");
+    };
+    let mut sections = data.splitn(2, |&b| b == SECTION);
+    let kind = sections
+        .next()
+        .and_then(|k| k.first())
+        .copied()
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(sections.next().unwrap_or_default()).into_owned();
+    let constraint = match kind % 4 {
+        0 => match serde_json::from_str(&text) {
+            Ok(schema) => Constraint::JsonSchema(schema),
+            Err(_) => return,
+        },
+        1 => Constraint::Lark(text),
+        2 => Constraint::Regex(text),
+        _ => Constraint::JsonObject,
+    };
+    let Ok(mut grammar) = grammars.start(&constraint) else {
+        return;
+    };
+    let vocab = 257;
+    for _ in 0..16 {
+        let mut logits = vec![0.0f32; vocab];
+        if grammar.mask(&mut logits).is_err() {
+            return;
+        }
+        // The lowest allowed id: a deterministic walk through the grammar.
+        let Some(next) = logits.iter().position(|l| l.is_finite()) else {
+            return; // Nothing allowed: the grammar cannot go on (a correct dead end).
+        };
+        if next == 256 || grammar.accept(next as u32).is_err() {
+            return; // The end of the turn, or an error the caller turns into a sentence.
+        }
+    }
+}
+
+/// The 256 bytes as tokens (byte-level BPE), and an end-of-turn token.
+fn byte_level_vocabulary() -> TextTokenizer {
+    let mut tokens: Vec<MetaValue> = (0..=255u8)
+        .map(|b| {
+            let ch = crate::engine::tokenizer::byte_to_char(b);
+            MetaValue::String(ch.to_string())
+        })
+        .collect();
+    tokens.push(MetaValue::String("<|im_end|>".into()));
+    let types = (0..257).map(|i| MetaValue::I32(if i == 256 { 3 } else { 1 }));
+    let mut w = GgufWriter::new();
+    w.set("tokenizer.ggml.model", MetaValue::String("gpt2".into()));
+    w.set("tokenizer.ggml.tokens", MetaValue::Array(tokens));
+    w.set(
+        "tokenizer.ggml.token_type",
+        MetaValue::Array(types.collect()),
+    );
+    w.set("tokenizer.ggml.merges", MetaValue::Array(Vec::new()));
+    w.set("tokenizer.ggml.eos_token_id", MetaValue::U32(256));
+    let mut file = Vec::new();
+    w.write(&mut file, |_, _| Ok(()))
+        .expect("a vocabulary in memory writes");
+    let header = GgufHeader::parse_bytes(&file).expect("the reader reads what the writer wrote");
+    TextTokenizer::from_gguf(&header).expect("a byte-level vocabulary builds")
+}

@@ -9,7 +9,7 @@ mod scored;
 mod special;
 mod vocabulary;
 
-pub(crate) use pieces::Pieces;
+pub(crate) use pieces::{byte_to_char, Pieces};
 
 use crate::engine::gguf::GgufHeader;
 use anyhow::{anyhow, bail, Context, Result};

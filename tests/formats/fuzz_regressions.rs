@@ -34,6 +34,11 @@ fn tokenizer_inputs() {
 }
 
 #[test]
+fn constraint_inputs() {
+    replay("constraint", taper::fuzzing::constraint);
+}
+
+#[test]
 fn chat_template_inputs() {
     replay("chat_template", taper::fuzzing::chat_template);
 }
