@@ -1,5 +1,6 @@
-//! The conversation history, independent of any model or chat template, and the one reading
-//! of an answer's `<think>` part (the chat shows it folded, the server sends it apart).
+//! The conversation history, independent of any model or chat template (tool calls and their
+//! results included), and the one reading of an answer's `<think>` part (the chat shows it
+//! folded, the server sends it apart).
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,8 @@ pub enum Role {
     System,
     User,
     Assistant,
+    /// A tool's result, answering one of the assistant's tool calls.
+    Tool,
 }
 
 impl Role {
@@ -18,14 +21,31 @@ impl Role {
             Role::System => "system",
             Role::User => "user",
             Role::Assistant => "assistant",
+            Role::Tool => "tool",
         }
     }
+}
+
+/// A call the assistant asked for: a function's name and its arguments, JSON text as OpenAI
+/// sends it (kept as written, so that the model reads its own call back unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The id a `tool` message answers (`call_…`; made up when the model gave none).
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// The assistant's calls of tools (an assistant message may hold only these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a `tool` message is the result of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
@@ -33,6 +53,22 @@ impl Message {
         Self {
             role,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+    /// An assistant turn that calls tools (`content` is what it said besides, often nothing).
+    pub fn tool_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            ..Self::assistant(content)
+        }
+    }
+    /// The result of the call `id`.
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(id.into()),
+            ..Self::new(Role::Tool, content)
         }
     }
     pub fn system(content: impl Into<String>) -> Self {

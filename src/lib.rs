@@ -24,6 +24,7 @@
 //!   decoded together in batched forward passes.
 //! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`) and their regression tests.
 //! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
+//! - [`tools`]: tool calls in each model family's syntax: detection, grammars, parsing.
 //! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
 
 pub mod bench;
@@ -42,4 +43,5 @@ pub mod remote;
 pub mod serve;
 pub mod sessions;
 pub mod stats;
+pub mod tools;
 pub mod tui;

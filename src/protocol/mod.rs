@@ -8,9 +8,11 @@
 mod event;
 mod request;
 mod sampling;
+mod tools;
 mod usage;
 
 pub use event::{EngineEvent, ModelInfo, TurnObserver};
 pub use request::{Constraint, GenerateRequest, LoadRequest, Prompt};
 pub use sampling::{CacheType, SamplingParams};
+pub use tools::{Tool, ToolChoice, ToolSet};
 pub use usage::{ServerFigures, StopReason, Usage};

@@ -72,6 +72,7 @@ fn heading(m: &SavedMessage) -> String {
     match m.role {
         Role::User => format!("You · {time}"),
         Role::System => format!("System · {time}"),
+        Role::Tool => format!("Tool result · {time}"),
         Role::Assistant => {
             let model = m.model.as_deref().unwrap_or("assistant");
             match &m.usage {

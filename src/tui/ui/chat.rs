@@ -5,7 +5,7 @@
 use super::markdown;
 use super::theme;
 use super::wrap::{self, Wrapper};
-use crate::chat::{split_thinking, Role};
+use crate::chat::split_thinking;
 use crate::stats::human_bytes;
 use crate::tui::state::{Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State};
 use ratatui::layout::Rect;
@@ -149,7 +149,7 @@ fn entry_lines(entry: &Entry, width: usize, show_thinking: bool) -> Vec<Line<'st
         }
         EntryBody::Message { message, answer } => match (message.role, answer) {
             (_, Some(answer)) => answer_lines(&message.content, answer, width, show_thinking),
-            (Role::User, None) | (Role::System, None) | (Role::Assistant, None) => {
+            (_, None) => {
                 let mut lines = vec![Line::from(Span::styled("You", theme::user_label()))];
                 lines.extend(wrap::plain(&message.content, width, Style::default(), ""));
                 lines

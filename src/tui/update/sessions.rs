@@ -119,7 +119,9 @@ pub fn restore(state: &mut State, session: Session) {
                 }
             }
             // The format allows only user and assistant messages here.
-            Role::User | Role::System => state.conversation.push_user(m.content.clone()),
+            Role::User | Role::System | Role::Tool => {
+                state.conversation.push_user(m.content.clone())
+            }
         }
         if let Some(entry) = state.conversation.entries.last() {
             state.session.times.insert(entry.id, m.at);
