@@ -9,7 +9,10 @@ use super::grammar::Grammars;
 use super::template::ChatTemplate;
 use super::tokenizer::TextTokenizer;
 use crate::chat::Message;
+use crate::protocol::{Constraint, ToolChoice, ToolSet};
+use crate::tools::{generic, grammar};
 use anyhow::{anyhow, bail, Context, Result};
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -56,13 +59,62 @@ impl ModelText {
     /// The prompt of a whole conversation, ending where the model's answer begins. Answers
     /// in `answers` keep the ids the model wrote them with.
     pub fn chat_ids(&self, messages: &[Message], answers: &AnswerIds) -> Result<Vec<u32>> {
+        self.chat_ids_with_tools(messages, None, answers)
+    }
+
+    /// [`ModelText::chat_ids`] with the tools the model may call.
+    pub fn chat_ids_with_tools(
+        &self,
+        messages: &[Message],
+        tools: Option<&ToolSet>,
+        answers: &AnswerIds,
+    ) -> Result<Vec<u32>> {
+        let (text, messages) = self.render(messages, tools)?;
         let bos = self.tokenizer.bos_token().unwrap_or_default();
-        let eos = self.tokenizer.eos_token().unwrap_or_default();
-        let text = self.template.render(messages, true, &bos, &eos)?;
         let has_bos = !bos.is_empty() && ChatTemplate::starts_with_bos(&text, &bos);
         let tokens = self.tokenizer.encode(&text)?;
-        let tokens = answers.splice(&self.tokenizer, &text, messages, tokens);
+        let tokens = answers.splice(&self.tokenizer, &text, &messages, tokens);
         self.with_bos(tokens, has_bos)
+    }
+
+    /// The prompt text of a conversation (llama-server's `/apply-template`), and the messages
+    /// as the template saw them: a template that knows no tools gets them described in the
+    /// system message and earlier calls written in the generic form.
+    pub fn render<'m>(
+        &self,
+        messages: &'m [Message],
+        tools: Option<&ToolSet>,
+    ) -> Result<(String, Cow<'m, [Message]>)> {
+        let bos = self.tokenizer.bos_token().unwrap_or_default();
+        let eos = self.tokenizer.eos_token().unwrap_or_default();
+        let format = self.template.tool_format();
+        let offered = tools.filter(|t| !t.tools.is_empty());
+        let (messages, template_tools): (Cow<[Message]>, _) = match offered {
+            Some(tools) if format.template_knows_tools() => {
+                (Cow::Borrowed(messages), Some(tools.as_openai()))
+            }
+            Some(tools) if tools.choice != ToolChoice::None => {
+                (Cow::Owned(generic::conversation(messages, tools)), None)
+            }
+            _ => (Cow::Borrowed(messages), None),
+        };
+        let text = self.template.render_with_tools(
+            &messages,
+            template_tools.as_deref(),
+            true,
+            &bos,
+            &eos,
+        )?;
+        Ok((text, messages))
+    }
+
+    /// What holds an answer's tool calls to the model's syntax and the tools' schemas; None
+    /// when nothing does (`tool_choice: none`).
+    pub fn tool_constraint(&self, tools: &ToolSet) -> Option<Constraint> {
+        if tools.tools.is_empty() {
+            return None;
+        }
+        grammar::constraint(self.template.tool_format(), tools)
     }
 
     /// `text` as is, no template (base models): BOS when the model wants one.
@@ -75,6 +127,7 @@ impl ModelText {
     pub fn fitted(
         &self,
         messages: &[Message],
+        tools: Option<&ToolSet>,
         raw: bool,
         budget: usize,
         window: Window,
@@ -87,7 +140,7 @@ impl ModelText {
             });
         }
         fit_conversation(messages, budget, window, |msgs| {
-            self.chat_ids(msgs, answers)
+            self.chat_ids_with_tools(msgs, tools, answers)
         })
     }
 

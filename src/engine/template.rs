@@ -18,8 +18,10 @@ mod tests_python;
 
 use crate::chat::Message;
 use crate::engine::gguf::GgufHeader;
+use crate::tools::ToolFormat;
 use anyhow::{anyhow, bail, Context as _};
 use minijinja::syntax::SyntaxConfig;
+use minijinja::value::Serde;
 use minijinja::{context, AutoEscape, Environment, ErrorKind, Value};
 use std::io;
 
@@ -67,6 +69,7 @@ pub struct ChatTemplate {
     env: Environment<'static>,
     origin: TemplateSource,
     notice: Option<String>,
+    tool_format: ToolFormat,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -180,6 +183,7 @@ impl ChatTemplate {
                 MAX_TEMPLATE_BYTES
             );
         }
+        let tool_format = ToolFormat::of_template(source);
         let source = compat::rewrite_generation_tags(source).into_owned();
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
@@ -213,7 +217,13 @@ impl ChatTemplate {
             env,
             origin,
             notice,
+            tool_format,
         })
+    }
+
+    /// The tool-call syntax the template teaches the model.
+    pub fn tool_format(&self) -> ToolFormat {
+        self.tool_format
     }
 
     pub fn origin(&self) -> &TemplateSource {
@@ -233,7 +243,28 @@ impl ChatTemplate {
         bos_token: &str,
         eos_token: &str,
     ) -> anyhow::Result<String> {
+        self.render_with_tools(messages, None, add_generation_prompt, bos_token, eos_token)
+    }
+
+    /// Renders the conversation with the tools the model may call (`tools`, in OpenAI's
+    /// `{"type": "function", "function": {…}}` shape, as transformers passes them).
+    pub fn render_with_tools(
+        &self,
+        messages: &[Message],
+        tools: Option<&[serde_json::Value]>,
+        add_generation_prompt: bool,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> anyhow::Result<String> {
+        let tool_bytes: usize = tools.map_or(0, |t| t.iter().map(|v| v.to_string().len()).sum());
+        let call_bytes: usize = messages
+            .iter()
+            .flat_map(|m| &m.tool_calls)
+            .map(|c| c.name.len() + c.arguments.len() + c.id.len())
+            .sum();
         let input_bytes: usize = messages.iter().map(|m| m.content.len()).sum::<usize>()
+            + tool_bytes
+            + call_bytes
             + bos_token.len()
             + eos_token.len();
         let per_message = FUEL_PER_MESSAGE.saturating_mul(messages.len() as u64);
@@ -241,6 +272,7 @@ impl ChatTemplate {
         let job = || {
             self.render_here(
                 messages,
+                tools,
                 add_generation_prompt,
                 bos_token,
                 eos_token,
@@ -268,9 +300,11 @@ impl ChatTemplate {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn render_here(
         &self,
         messages: &[Message],
+        tools: Option<&[serde_json::Value]>,
         add_generation_prompt: bool,
         bos_token: &str,
         eos_token: &str,
@@ -285,24 +319,20 @@ impl ChatTemplate {
             .get_template(TEMPLATE_NAME)
             .map_err(|e| anyhow!("the chat template is missing: {e}"))?;
 
-        let messages: Vec<Value> = messages
-            .iter()
-            .map(|m| {
-                Value::from_pairs([
-                    ("role", Value::from(m.role.as_str())),
-                    ("content", Value::from(m.content.as_str())),
-                ])
-            })
-            .collect();
+        let messages: Vec<Value> = messages.iter().map(message_value).collect();
         // transformers passes tools and documents as None when there are none, so
         // `tools is defined` is true and `tools is none` too; enable_thinking and other
         // optional switches stay undefined.
+        let tools = match tools {
+            Some(tools) if !tools.is_empty() => Value::from(Serde(tools)),
+            _ => Value::from(()),
+        };
         let ctx = context! {
             messages => messages,
             add_generation_prompt => add_generation_prompt,
             bos_token => bos_token,
             eos_token => eos_token,
-            tools => Value::from(()),
+            tools => tools,
             documents => Value::from(()),
         };
         let limit = BASE_OUTPUT_BYTES
@@ -330,6 +360,45 @@ impl ChatTemplate {
     pub fn starts_with_bos(rendered: &str, bos_token: &str) -> bool {
         !bos_token.is_empty() && rendered.starts_with(bos_token)
     }
+}
+
+/// A message as templates read it, in the shape transformers (and llama.cpp) give them: an
+/// assistant's calls as `tool_calls: [{type, function: {name, arguments}, id}]` with the
+/// arguments as an object (templates write them with `tojson`; text that is not a JSON object
+/// stays text), a tool result with its `tool_call_id`.
+fn message_value(m: &Message) -> Value {
+    let mut pairs = vec![
+        ("role", Value::from(m.role.as_str())),
+        ("content", Value::from(m.content.as_str())),
+    ];
+    if let Some(id) = &m.tool_call_id {
+        pairs.push(("tool_call_id", Value::from(id.as_str())));
+    }
+    if !m.tool_calls.is_empty() {
+        let calls: Vec<Value> = m
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let arguments = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+                    Ok(object @ serde_json::Value::Object(_)) => Value::from(Serde(object)),
+                    _ => Value::from(call.arguments.as_str()),
+                };
+                Value::from_pairs([
+                    ("type", Value::from("function")),
+                    (
+                        "function",
+                        Value::from_pairs([
+                            ("name", Value::from(call.name.as_str())),
+                            ("arguments", arguments),
+                        ]),
+                    ),
+                    ("id", Value::from(call.id.as_str())),
+                ])
+            })
+            .collect();
+        pairs.push(("tool_calls", Value::from(calls)));
+    }
+    Value::from_pairs(pairs)
 }
 
 fn render_error(e: &minijinja::Error) -> anyhow::Error {

@@ -2,6 +2,7 @@
 //! ([`GenerateRequest`]). The chat, `taper ask` and `taper serve` all ask with these.
 
 use super::sampling::{CacheType, SamplingParams};
+use super::tools::ToolSet;
 use crate::chat::Message;
 use std::path::PathBuf;
 
@@ -54,6 +55,10 @@ pub enum Constraint {
     Lark(String),
     /// A regular expression the whole answer matches.
     Regex(String),
+    /// A lazy grammar: the answer is free until its text holds `trigger` (a model's tool-call
+    /// marker); from the trigger's first byte on, the rest of the answer matches `lark`
+    /// (llguidance's Lark syntax), so a model may answer in prose or call a tool.
+    Triggered { trigger: String, lark: String },
 }
 
 impl Constraint {
@@ -64,6 +69,7 @@ impl Constraint {
             Constraint::JsonSchema(_) => "the JSON schema",
             Constraint::Lark(_) => "the grammar",
             Constraint::Regex(_) => "the regular expression",
+            Constraint::Triggered { .. } => "the tool-call grammar",
         }
     }
 }
@@ -85,6 +91,9 @@ pub struct GenerateRequest {
     pub remember_answer: bool,
     /// Hold the answer to a grammar.
     pub constraint: Option<Constraint>,
+    /// Tools the model may call: the engine renders them into the prompt of a conversation
+    /// and, unless `constraint` is given, holds the calls to the model's tool-call syntax.
+    pub tools: Option<ToolSet>,
 }
 
 impl GenerateRequest {
@@ -109,6 +118,7 @@ impl GenerateRequest {
             stop: Vec::new(),
             remember_answer: true,
             constraint: None,
+            tools: None,
         }
     }
 

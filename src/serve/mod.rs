@@ -1,7 +1,8 @@
 //! `taper serve`: the engine as an OpenAI-compatible HTTP server with batched decoding.
 //!
 //! - [`auth`]: the bind policy and the API key check.
-//! - [`request`] / [`fields`]: request bodies parsed and checked; [`error`]: OpenAI-style errors.
+//! - [`request`] / [`fields`] / [`tools`]: request bodies parsed and checked; [`error`]:
+//!   OpenAI-style errors.
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
 //! - The engine host (`crate::engine`, with `--parallel` slots) decodes every request in
 //!   batched passes; each request is submitted with an event channel of its own.
@@ -15,6 +16,7 @@ pub mod request;
 pub mod response;
 pub mod routes;
 pub mod stream;
+pub mod tools;
 
 use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::CacheOptions;

@@ -5,8 +5,9 @@
 
 use super::error::ApiError;
 use super::fields::{Content, Strings, Whole};
+use super::tools::{self, RequestTool, RequestToolCall};
 use crate::chat::{Message, Role};
-use crate::protocol::{Constraint, SamplingParams};
+use crate::protocol::{Constraint, SamplingParams, ToolSet};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -46,6 +47,8 @@ pub struct Completion {
     /// What the answer must match (`response_format`, or llama-server's `grammar` and
     /// `json_schema`), with the field that asked for it.
     pub constraint: Option<(&'static str, Constraint)>,
+    /// The tools the model may call (chat only).
+    pub tools: Option<ToolSet>,
 }
 
 /// The fields read, each absent or null when not given. Both endpoints' prompt fields are here:
@@ -73,6 +76,10 @@ struct Body {
     grammar: Option<String>,
     /// llama-server's extension: a JSON Schema, without `response_format` around it.
     json_schema: Option<Value>,
+    tools: Option<Vec<RequestTool>>,
+    /// "auto", "none", "required" or a named function: read by [`tools::tool_set`].
+    tool_choice: Option<Value>,
+    parallel_tool_calls: Option<bool>,
 }
 
 /// OpenAI's `response_format`.
@@ -98,13 +105,15 @@ struct StreamOptions {
     include_usage: Option<bool>,
 }
 
-/// One of `messages`: a role and its content.
+/// One of `messages`: a role and its content, an assistant's tool calls, a tool result's call.
 #[derive(Deserialize)]
 #[serde(expecting = "a {role, content} object")]
 struct RequestMessage {
     role: RequestRole,
     /// Absent or null in an assistant turn that only called tools.
     content: Option<Content>,
+    tool_calls: Option<Vec<RequestToolCall>>,
+    tool_call_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +124,7 @@ enum RequestRole {
     System,
     User,
     Assistant,
+    Tool,
 }
 
 /// Parses a body; `chat` selects which endpoint's shape (messages or prompt) it must have.
@@ -151,6 +161,16 @@ pub fn parse(
     let max_tokens = max_tokens.map(|n| (n as u64).min(limits.max_tokens as u64) as usize);
     let seed = whole("seed", body.seed, i64::MIN, i64::MAX)?;
     let constraint = constraint(body.response_format, body.grammar, body.json_schema)?;
+    let tools = tools::tool_set(body.tools, body.tool_choice, body.parallel_tool_calls)?;
+    if let (Some(_), Some((field, _))) = (&tools, &constraint) {
+        return Err(ApiError::field(
+            field,
+            format!("`tools` and `{field}` both constrain the answer; give one"),
+        ));
+    }
+    if let Prompt::Chat(messages) = &prompt {
+        tools::check_results(messages)?;
+    }
     let sampling = SamplingParams {
         temperature: number("temperature", body.temperature, 0.0, 2.0)?
             .unwrap_or(defaults.temperature),
@@ -182,6 +202,7 @@ pub fn parse(
         presence_penalty: number("presence_penalty", body.presence_penalty, -2.0, 2.0)?
             .unwrap_or(0.0),
         constraint,
+        tools: if chat { tools } else { None },
     })
 }
 
@@ -286,17 +307,24 @@ fn messages(items: Option<Vec<RequestMessage>>, max: usize) -> Result<Vec<Messag
             ),
         ));
     }
-    Ok(items
+    items
         .into_iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             let role = match m.role {
                 RequestRole::System => Role::System,
                 RequestRole::User => Role::User,
                 RequestRole::Assistant => Role::Assistant,
+                RequestRole::Tool => Role::Tool,
             };
-            Message::new(role, m.content.map(|c| c.0).unwrap_or_default())
+            let mut message = Message::new(role, m.content.map(|c| c.0).unwrap_or_default());
+            if let Some(calls) = m.tool_calls.filter(|_| role == Role::Assistant) {
+                message.tool_calls = tools::calls(i, calls)?;
+            }
+            message.tool_call_id = m.tool_call_id.filter(|_| role == Role::Tool);
+            Ok(message)
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! The JSON of answers: whole responses, stream chunks, `usage` and llama-server-style
-//! `timings`, and a thinking model's `<think>` part as `reasoning_content`.
+//! `timings`, a thinking model's `<think>` part as `reasoning_content`, and the model's tool
+//! calls as `tool_calls`.
 
 use crate::chat::split_thinking;
 use crate::protocol::{StopReason, Usage};
+use crate::tools::{parse, ToolFormat};
 use serde_json::{json, Value};
 
 /// Why an answer ended, in OpenAI's terms.
@@ -12,6 +14,8 @@ pub enum Finish {
     Stop,
     /// `max_tokens`, or the context is full.
     Length,
+    /// The answer called tools.
+    ToolCalls,
 }
 
 impl Finish {
@@ -26,6 +30,7 @@ impl Finish {
         match self {
             Finish::Stop => "stop",
             Finish::Length => "length",
+            Finish::ToolCalls => "tool_calls",
         }
     }
 }
@@ -67,10 +72,53 @@ pub fn timings(u: &Usage) -> Value {
     })
 }
 
-/// A whole chat answer.
-pub fn chat(meta: &Meta, text: &str, finish: Finish, u: &Usage) -> Value {
+/// The id of a call the model made: unique within the server's run and across runs.
+pub fn call_id(meta: &Meta, index: usize) -> String {
+    let request = meta.id.rsplit('-').next().unwrap_or("0");
+    format!("call_{}{request}_{index}", meta.created)
+}
+
+/// A call as OpenAI writes it in a message (and, with `index`, in a stream's first delta).
+pub fn tool_call(meta: &Meta, index: usize, name: &str, arguments: &str) -> Value {
+    json!({
+        "id": call_id(meta, index),
+        "type": "function",
+        "function": { "name": name, "arguments": arguments },
+    })
+}
+
+/// A whole chat answer; with `calls` (the model's tool-call syntax, when the request offered
+/// tools), the calls it made are read out of it.
+pub fn chat(
+    meta: &Meta,
+    text: &str,
+    calls: Option<ToolFormat>,
+    mut finish: Finish,
+    u: &Usage,
+) -> Value {
     let parts = split_thinking(text);
     let mut message = json!({ "role": "assistant", "content": parts.answer });
+    if let Some(format) = calls {
+        let parsed = parse::parse(format, parts.answer);
+        if !parsed.calls.is_empty() {
+            let calls: Vec<Value> = parsed
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| tool_call(meta, i, &c.name, &c.arguments))
+                .collect();
+            let content = parsed.content.trim();
+            message["content"] = if content.is_empty() {
+                Value::Null
+            } else {
+                json!(content)
+            };
+            message["tool_calls"] = Value::Array(calls);
+            finish = Finish::ToolCalls;
+        } else {
+            message["content"] = json!(parsed.content);
+        }
+    }
     if let Some(thinking) = parts.thinking {
         message["reasoning_content"] = json!(thinking);
     }

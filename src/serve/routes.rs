@@ -1,4 +1,5 @@
-//! The HTTP routes: `/health`, `/v1/models`, `/v1/chat/completions`, `/v1/completions`.
+//! The HTTP routes: `/health`, `/v1/models`, `/v1/chat/completions`, `/v1/completions`, and
+//! llama-server's `/apply-template` (the prompt a chat request would be given).
 //! A request is read (bounded in size and time), checked, templated and tokenized here, then
 //! queued for the engine thread; a full queue is a 503 with `Retry-After`.
 
@@ -9,7 +10,10 @@ use super::stream;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::prompt::ModelText;
 use crate::engine::{Refused, Submitter};
-use crate::protocol::{self, Constraint, EngineEvent, GenerateRequest, SamplingParams};
+use crate::protocol::{
+    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, ToolChoice, ToolSet,
+};
+use crate::tools::ToolFormat;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -47,6 +51,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
+        .route("/apply-template", post(apply_template))
         .fallback(not_found)
         .with_state(state)
 }
@@ -94,6 +99,36 @@ async fn completions(State(s): State<Arc<AppState>>, headers: HeaderMap, body: B
         .unwrap_or_else(IntoResponse::into_response)
 }
 
+/// The prompt text a chat request renders to, without answering it (for debugging templates).
+async fn apply_template(
+    State(s): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let rendered = async {
+        s.authorize(&headers)?;
+        let bytes = read_body(&s, &headers, body).await?;
+        let request = request::parse(&bytes, true, &s.defaults, &s.limits)?;
+        let Prompt::Chat(messages) = request.prompt else {
+            return Err(ApiError::field("messages", "`messages` is required"));
+        };
+        let state = s.clone();
+        tokio::task::spawn_blocking(move || {
+            state
+                .text
+                .render(&messages, request.tools.as_ref())
+                .map(|(text, _)| text)
+                .map_err(|e| ApiError::field("messages", format!("{e:#}")))
+        })
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "rendering failed"))?
+    };
+    match rendered.await {
+        Ok(prompt) => super::json_response(StatusCode::OK, &json!({ "prompt": prompt })),
+        Err(e) => e.into_response(),
+    }
+}
+
 /// A chat or completions request, from its body to its response.
 async fn answer(
     s: Arc<AppState>,
@@ -106,21 +141,36 @@ async fn answer(
     let bytes = read_body(&s, &headers, body).await?;
     let request = request::parse(&bytes, chat, &s.defaults, &s.limits)?;
     let state = s.clone();
-    let (prompt, constraint) = (request.prompt.clone(), request.constraint.clone());
+    let (prompt, tools) = (request.prompt.clone(), request.tools.clone());
+    let constraint = request.constraint.clone();
     // Templating, tokenizing and compiling a grammar are CPU work: off the connection threads.
     let tokens = tokio::task::spawn_blocking(move || {
         if let Some((field, constraint)) = &constraint {
             state.check_constraint(field, constraint)?;
         }
-        state.prompt_ids(&prompt)
+        if let Some(constraint) = tools.as_ref().and_then(|t| state.text.tool_constraint(t)) {
+            state.check_constraint("tools", &constraint)?;
+        }
+        state.prompt_ids(&prompt, tools.as_ref())
     })
     .await
     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
     let (events, meta) = s.queue(tokens, &request, chat, asked)?;
+    let calls = request
+        .tools
+        .as_ref()
+        .filter(|t| t.choice != ToolChoice::None)
+        .map(|_| s.text.template.tool_format());
     if request.stream {
-        Ok(stream::respond(meta, chat, request.include_usage, events))
+        Ok(stream::respond(
+            meta,
+            chat,
+            calls,
+            request.include_usage,
+            events,
+        ))
     } else {
-        collect(meta, chat, events).await
+        collect(meta, chat, calls, events).await
     }
 }
 
@@ -143,19 +193,23 @@ impl AppState {
 
     /// The prompt's ids: the chat template rendered (answers this server wrote keep their
     /// ids, so the slot's cache serves the whole conversation) or the raw text.
-    fn prompt_ids(&self, prompt: &Prompt) -> Result<Vec<u32>, ApiError> {
+    fn prompt_ids(&self, prompt: &Prompt, tools: Option<&ToolSet>) -> Result<Vec<u32>, ApiError> {
         let ids = match prompt {
             Prompt::Chat(messages) => {
                 let answers = self
                     .answers
                     .lock()
                     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "poisoned"))?;
-                self.text.chat_ids(messages, &answers).map_err(|e| {
-                    ApiError::field(
-                        "messages",
-                        format!("the model's chat template cannot render these messages: {e:#}"),
-                    )
-                })?
+                self.text
+                    .chat_ids_with_tools(messages, tools, &answers)
+                    .map_err(|e| {
+                        ApiError::field(
+                            "messages",
+                            format!(
+                                "the model's chat template cannot render these messages: {e:#}"
+                            ),
+                        )
+                    })?
             }
             Prompt::Raw(text) => self
                 .text
@@ -221,6 +275,7 @@ impl AppState {
             stop: request.stop.clone(),
             remember_answer: chat,
             constraint: request.constraint.clone().map(|(_, c)| c),
+            tools: request.tools.clone(),
         };
         self.engine
             .submit(job, asked, events, self.queue)
@@ -269,6 +324,7 @@ async fn read_body(s: &AppState, headers: &HeaderMap, body: Body) -> Result<Byte
 async fn collect(
     meta: Meta,
     chat: bool,
+    calls: Option<ToolFormat>,
     mut events: UnboundedReceiver<EngineEvent>,
 ) -> Result<Response, ApiError> {
     let mut text = String::new();
@@ -278,7 +334,7 @@ async fn collect(
             EngineEvent::Finished { usage, .. } => {
                 let finish = Finish::of(&usage);
                 let body = if chat {
-                    response::chat(&meta, &text, finish, &usage)
+                    response::chat(&meta, &text, calls, finish, &usage)
                 } else {
                     response::text(&meta, &text, finish, &usage)
                 };

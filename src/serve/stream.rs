@@ -1,11 +1,14 @@
 //! Streamed answers as server-sent events, OpenAI's way: a chunk per piece of text, a last
 //! chunk with the finish reason, the usage chunk when asked for, then `[DONE]`. When the
 //! client goes away the stream is dropped, and with it the job's receiver: the engine sees
-//! the closed channel and frees the slot.
+//! the closed channel and frees the slot. Tool calls stream as `delta.tool_calls` by index:
+//! the name first, then the arguments in pieces as the model writes them.
 
 use super::error::ApiError;
 use super::response::{self, Finish, Meta, ThinkingSplitter};
 use crate::protocol::EngineEvent;
+use crate::tools::parse::{CallStream, StreamDelta};
+use crate::tools::ToolFormat;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +23,10 @@ struct Streaming {
     chat: bool,
     include_usage: bool,
     thinking: ThinkingSplitter,
+    /// The answer's tool calls read as they come, when the request offered tools.
+    calls: Option<CallStream>,
+    /// Calls started so far.
+    calls_made: usize,
     /// Events ready to send, oldest first.
     ready: VecDeque<Event>,
     done: bool,
@@ -28,6 +35,7 @@ struct Streaming {
 pub fn respond(
     meta: Meta,
     chat: bool,
+    calls: Option<ToolFormat>,
     include_usage: bool,
     events: UnboundedReceiver<EngineEvent>,
 ) -> Response {
@@ -37,6 +45,8 @@ pub fn respond(
         chat,
         include_usage,
         thinking: ThinkingSplitter::default(),
+        calls: calls.map(CallStream::new),
+        calls_made: 0,
         ready: VecDeque::new(),
         done: false,
     };
@@ -97,9 +107,17 @@ impl Streaming {
                         .push_back(data(&response::chat_chunk(meta, delta, None)));
                 }
                 if !answer.is_empty() {
-                    let delta = json!({ "content": answer });
-                    self.ready
-                        .push_back(data(&response::chat_chunk(meta, delta, None)));
+                    match self.calls.as_mut() {
+                        Some(calls) => {
+                            let deltas = calls.push(&answer);
+                            self.send_deltas(deltas);
+                        }
+                        None => {
+                            let delta = json!({ "content": answer });
+                            self.ready
+                                .push_back(data(&response::chat_chunk(meta, delta, None)));
+                        }
+                    }
                 }
             }
             EngineEvent::Token { text: piece, .. } => {
@@ -107,7 +125,14 @@ impl Streaming {
                     .push_back(data(&response::text_chunk(meta, &piece, None)));
             }
             EngineEvent::Finished { usage, .. } => {
-                let finish = Finish::of(&usage);
+                if let Some(calls) = self.calls.take() {
+                    self.send_deltas(calls.finish());
+                }
+                let meta = &self.meta;
+                let finish = match Finish::of(&usage) {
+                    Finish::Stop if self.calls_made > 0 => Finish::ToolCalls,
+                    finish => finish,
+                };
                 let mut last = if self.chat {
                     response::chat_chunk(meta, json!({}), Some(finish))
                 } else {
@@ -133,6 +158,26 @@ impl Streaming {
                 self.done = true;
             }
             EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
+        }
+    }
+
+    /// Sends what the call reader found: text as `content`, calls as `tool_calls` deltas.
+    fn send_deltas(&mut self, deltas: Vec<StreamDelta>) {
+        for delta in deltas {
+            let delta = match delta {
+                StreamDelta::Content(text) => json!({ "content": text }),
+                StreamDelta::CallStart { index, name } => {
+                    self.calls_made = self.calls_made.max(index + 1);
+                    let mut call = response::tool_call(&self.meta, index, &name, "");
+                    call["index"] = json!(index);
+                    json!({ "tool_calls": [call] })
+                }
+                StreamDelta::Arguments { index, text } => json!({
+                    "tool_calls": [{ "index": index, "function": { "arguments": text } }]
+                }),
+            };
+            let chunk = response::chat_chunk(&self.meta, delta, None);
+            self.ready.push_back(data(&chunk));
         }
     }
 }

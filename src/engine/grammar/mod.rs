@@ -3,6 +3,9 @@
 //! taper's own tokenizer. Before each token the grammar's mask removes every token that
 //! cannot continue a valid answer; the sampled token advances it; once the grammar is complete
 //! only the end-of-turn token is allowed, so the answer ends where the grammar does.
+//!
+//! A triggered grammar (tool calls in `auto` mode) waits: no mask until the answer's bytes
+//! hold its trigger, then the grammar reads the answer from the trigger on and holds the rest.
 
 mod vocab;
 
@@ -40,6 +43,7 @@ impl Grammars {
             }
             Constraint::Lark(lark) => TopLevelGrammar::from_lark(lark.clone()),
             Constraint::Regex(rx) => TopLevelGrammar::from_regex(rx),
+            Constraint::Triggered { lark, .. } => TopLevelGrammar::from_lark(lark.clone()),
         };
         let parser = self
             .factory
@@ -49,7 +53,14 @@ impl Grammars {
         if let Some(e) = matcher.get_error() {
             return Err(anyhow!("{} cannot be used: {e}", constraint.describe()));
         }
-        Ok(Grammar { matcher })
+        let waiting = match constraint {
+            Constraint::Triggered { trigger, .. } => Some(Waiting {
+                trigger: trigger.as_bytes().to_vec(),
+                answer: Vec::new(),
+            }),
+            _ => None,
+        };
+        Ok(Grammar { matcher, waiting })
     }
 }
 
@@ -72,12 +83,28 @@ fn compact(mut schema: serde_json::Value) -> serde_json::Value {
 /// One answer's place in its grammar.
 pub struct Grammar {
     matcher: Matcher,
+    /// A triggered grammar not yet triggered.
+    waiting: Option<Waiting>,
+}
+
+/// The answer so far of a triggered grammar that has not seen its trigger.
+struct Waiting {
+    trigger: Vec<u8>,
+    answer: Vec<u8>,
 }
 
 impl Grammar {
+    /// Whether the grammar holds the answer now (a triggered one only after its trigger).
+    pub fn is_active(&self) -> bool {
+        self.waiting.is_none()
+    }
+
     /// Sets the logit of every token the grammar does not allow next to minus infinity. Once
     /// the grammar is complete only the end-of-turn token remains.
     pub fn mask(&mut self, logits: &mut [f32]) -> Result<()> {
+        if self.waiting.is_some() {
+            return Ok(());
+        }
         let allowed = self
             .matcher
             .compute_mask_or_eos()
@@ -92,6 +119,24 @@ impl Grammar {
 
     /// The token the sampler chose (one the mask allowed).
     pub fn accept(&mut self, id: u32) -> Result<()> {
+        if let Some(waiting) = self.waiting.as_mut() {
+            let env = self
+                .matcher
+                .tok_env()
+                .map_err(|e| anyhow!("the grammar failed: {e}"))?;
+            waiting.answer.extend_from_slice(env.tok_trie().token(id));
+            let Some(at) = find(&waiting.answer, &waiting.trigger) else {
+                return Ok(());
+            };
+            // The grammar starts with the trigger: it reads the answer's bytes from there
+            // (in whatever tokens; llguidance works on bytes).
+            let tokens = env.tokenize_bytes(&waiting.answer[at..]);
+            self.waiting = None;
+            return self
+                .matcher
+                .consume_tokens(&tokens)
+                .map_err(|e| anyhow!("the tool call does not follow its grammar: {e}"));
+        }
         if self.matcher.is_stopped() {
             return Ok(());
         }
@@ -102,8 +147,18 @@ impl Grammar {
 
     /// The answer so far is a whole sentence of the grammar (it may still go on).
     pub fn is_complete(&mut self) -> bool {
-        self.matcher.is_stopped() || self.matcher.is_accepting().unwrap_or(false)
+        self.waiting.is_some()
+            || self.matcher.is_stopped()
+            || self.matcher.is_accepting().unwrap_or(false)
     }
+}
+
+/// Where `needle` first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -176,5 +231,37 @@ mod tests {
             .expect("refused")
             .to_string();
         assert!(e.starts_with("the grammar cannot be used"), "{e}");
+    }
+
+    #[test]
+    fn a_triggered_grammar_is_free_until_its_trigger_then_holds_the_rest() {
+        let tokenizer = byte_level();
+        let vocab = tokenizer.vocab_size();
+        let grammars = Grammars::new(&tokenizer).unwrap();
+        let mut g = grammars
+            .start(&Constraint::Triggered {
+                trigger: "<call>".into(),
+                lark: r#"start: "<call>" ("yes" | "no")"#.into(),
+            })
+            .unwrap();
+        assert!(!g.is_active());
+        assert_eq!(
+            allowed(&mut g, vocab).len(),
+            vocab,
+            "no mask before the trigger"
+        );
+        for id in tokenizer.encode("Sure. <ca").unwrap() {
+            g.accept(id).unwrap();
+        }
+        assert!(!g.is_active());
+        for id in tokenizer.encode("ll>").unwrap() {
+            g.accept(id).unwrap();
+        }
+        assert!(g.is_active());
+        let next: Vec<String> = allowed(&mut g, vocab)
+            .iter()
+            .map(|&id| tokenizer.decode(&[id]).unwrap())
+            .collect();
+        assert_eq!(next, ["n", "y"]);
     }
 }

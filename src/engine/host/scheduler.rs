@@ -152,7 +152,13 @@ impl<'t> Scheduler<'t> {
     /// A request made ready: its grammar compiled (a bad one fails here, before any work),
     /// its prompt's ids.
     fn prompt_ids(&self, job: &Job, window: Window) -> Result<Admitted> {
-        let grammar = match &job.request.constraint {
+        let request = &job.request;
+        let constraint = match (&request.constraint, &request.tools) {
+            (Some(constraint), _) => Some(constraint.clone()),
+            (None, Some(tools)) if !request.is_raw() => self.text.tool_constraint(tools),
+            (None, _) => None,
+        };
+        let grammar = match &constraint {
             Some(constraint) => Some(self.text.grammars()?.start(constraint)?),
             None => None,
         };
@@ -192,16 +198,21 @@ impl<'t> Scheduler<'t> {
                 return Ok((ids.clone(), Usage::default(), None));
             }
             Prompt::Conversation(messages) => {
-                let fitted = self
-                    .text
-                    .fitted(messages, false, budget, window, &answers)?;
+                let fitted = self.text.fitted(
+                    messages,
+                    request.tools.as_ref(),
+                    false,
+                    budget,
+                    window,
+                    &answers,
+                )?;
                 let window = fitted.window;
                 (fitted, Some(window))
             }
             Prompt::Raw(messages) => {
                 let fitted =
                     self.text
-                        .fitted(messages, true, budget, Window::default(), &answers)?;
+                        .fitted(messages, None, true, budget, Window::default(), &answers)?;
                 (fitted, None)
             }
         };
