@@ -97,9 +97,10 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         bail!("--raw sends text without a chat template, which only local models can do");
     }
     let constraint = constraint(&args)?;
-    if remote.is_some() && constraint.is_some() {
+    if remote.is_some() && matches!(constraint, Some(Constraint::Lark(_))) {
         bail!(
-            "--json, --json-schema and --grammar hold a local model's answer; not a remote's yet"
+            "--grammar is in llguidance's syntax, which only local models read; a remote model \
+             takes --json or --json-schema (sent as OpenAI's response_format)"
         );
     }
     let load = match remote {

@@ -8,7 +8,7 @@ use super::gguf::GgufHeader;
 use super::grammar::Grammars;
 use super::template::ChatTemplate;
 use super::tokenizer::TextTokenizer;
-use crate::chat::Message;
+use crate::chat::{Message, Role};
 use crate::protocol::{Constraint, ToolChoice, ToolSet};
 use crate::tools::{generic, grammar};
 use anyhow::{anyhow, bail, Context, Result};
@@ -89,14 +89,20 @@ impl ModelText {
         let eos = self.tokenizer.eos_token().unwrap_or_default();
         let format = self.template.tool_format();
         let offered = tools.filter(|t| !t.tools.is_empty());
-        let (messages, template_tools): (Cow<[Message]>, _) = match offered {
-            Some(tools) if format.template_knows_tools() => {
-                (Cow::Borrowed(messages), Some(tools.as_openai()))
+        let (messages, template_tools): (Cow<[Message]>, _) = if format.template_knows_tools() {
+            (Cow::Borrowed(messages), offered.map(ToolSet::as_openai))
+        } else {
+            // Earlier calls and results are written in the generic form even when no tools
+            // are offered now, so that every template can render them.
+            let described = offered.filter(|t| t.choice != ToolChoice::None);
+            let has_calls = messages
+                .iter()
+                .any(|m| m.role == Role::Tool || !m.tool_calls.is_empty());
+            if described.is_some() || has_calls {
+                (Cow::Owned(generic::conversation(messages, described)), None)
+            } else {
+                (Cow::Borrowed(messages), None)
             }
-            Some(tools) if tools.choice != ToolChoice::None => {
-                (Cow::Owned(generic::conversation(messages, tools)), None)
-            }
-            _ => (Cow::Borrowed(messages), None),
         };
         let text = self.template.render_with_tools(
             &messages,

@@ -4,6 +4,7 @@
 
 use super::sampling::CacheType;
 use super::usage::Usage;
+use crate::chat::ToolCall;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -52,6 +53,9 @@ pub enum EngineEvent {
     Finished {
         turn_id: u64,
         usage: Usage,
+        /// The tools the answer called, when the request offered tools (read out of a local
+        /// model's text in its family's syntax, or a remote's `tool_calls`).
+        tool_calls: Vec<ToolCall>,
     },
     /// A load (turn_id None) or a generation failed; the engine keeps running.
     Failed {

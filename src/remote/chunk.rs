@@ -1,7 +1,8 @@
 //! One event of a streamed chat completion, read leniently: every server fills the OpenAI
 //! chunk a little differently (thinking as `reasoning_content` in llama-server, vLLM and
 //! SGLang, `reasoning` in Ollama and newer vLLM; usage in a last chunk with no choices;
-//! llama-server's own `timings`), and an `error` object can arrive mid-stream.
+//! llama-server's own `timings`), an `error` object can arrive mid-stream, and tool calls come
+//! as `delta.tool_calls` pieces by index.
 
 use crate::protocol::ServerFigures;
 use serde_json::Value;
@@ -17,6 +18,17 @@ pub struct Chunk {
     pub reported: Option<ServerFigures>,
     /// The server's error message, when the event is an error.
     pub error: Option<String>,
+    /// Pieces of tool calls.
+    pub calls: Vec<CallPiece>,
+}
+
+/// A piece of the `index`th tool call: its id and name come once, its arguments in pieces.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallPiece {
+    pub index: usize,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub arguments: Option<String>,
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -49,6 +61,18 @@ pub fn parse(data: &str) -> Result<Chunk, String> {
         chunk.content = text(&delta["content"]);
         chunk.reasoning = text(&delta["reasoning_content"]).or_else(|| text(&delta["reasoning"]));
         chunk.finish_reason = text(&choice["finish_reason"]);
+        if let Some(calls) = delta["tool_calls"].as_array() {
+            chunk.calls = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CallPiece {
+                    index: count(&c["index"]).unwrap_or(i),
+                    id: text(&c["id"]),
+                    name: text(&c["function"]["name"]),
+                    arguments: text(&c["function"]["arguments"]),
+                })
+                .collect();
+        }
     }
     chunk.reported = reported(&v);
     Ok(chunk)
@@ -115,6 +139,27 @@ mod tests {
         let c = parse(r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#).unwrap();
         assert_eq!(c.finish_reason.as_deref(), Some("length"));
         assert_eq!(c.reported, None);
+    }
+
+    #[test]
+    fn tool_call_pieces_are_read_by_index() {
+        let c = parse(
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_9","type":"function",
+            "function":{"name":"get_weather","arguments":""}}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c.calls,
+            [CallPiece {
+                index: 1,
+                id: Some("call_9".into()),
+                name: Some("get_weather".into()),
+                arguments: None,
+            }]
+        );
+        let c = parse(r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"ci"}}]}}]}"#)
+            .unwrap();
+        assert_eq!(c.calls[0].arguments.as_deref(), Some("{\"ci"));
     }
 
     #[test]

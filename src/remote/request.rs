@@ -1,9 +1,10 @@
 //! The body of `POST /v1/chat/completions`: the conversation as OpenAI messages (the server
 //! applies its own chat template), the sampling settings under the names these servers read,
-//! streaming with usage.
+//! streaming with usage, and the tools and answer format passed through.
 
 use crate::chat::{Message, Role};
-use crate::protocol::SamplingParams;
+use crate::protocol::{Constraint, SamplingParams, ToolChoice, ToolSet};
+use anyhow::{bail, Result};
 use serde_json::{json, Map, Value};
 
 const THINK_OPEN: &str = "<think>";
@@ -29,9 +30,63 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
                 Role::Assistant => without_thinking(&m.content),
                 _ => m.content.as_str(),
             };
-            json!({ "role": m.role.as_str(), "content": content })
+            let mut message = json!({ "role": m.role.as_str(), "content": content });
+            if !m.tool_calls.is_empty() {
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": { "name": c.name, "arguments": c.arguments },
+                        })
+                    })
+                    .collect();
+                message["tool_calls"] = Value::Array(calls);
+            }
+            if let Some(id) = &m.tool_call_id {
+                message["tool_call_id"] = json!(id);
+            }
+            message
         })
         .collect()
+}
+
+/// The request's tools, as OpenAI's `tools`, `tool_choice` and `parallel_tool_calls`.
+pub fn add_tools(body: &mut Value, tools: Option<&ToolSet>) {
+    let Some(tools) = tools.filter(|t| !t.tools.is_empty()) else {
+        return;
+    };
+    body["tools"] = Value::Array(tools.as_openai());
+    body["tool_choice"] = match &tools.choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named(name) => json!({ "type": "function", "function": { "name": name } }),
+    };
+    body["parallel_tool_calls"] = json!(tools.parallel);
+}
+
+/// The answer's format as OpenAI's `response_format`; grammars and regular expressions are in
+/// llguidance's syntax, which only local models read.
+pub fn add_constraint(body: &mut Value, constraint: Option<&Constraint>) -> Result<()> {
+    body["response_format"] = match constraint {
+        None => return Ok(()),
+        Some(Constraint::JsonObject) => json!({ "type": "json_object" }),
+        Some(Constraint::JsonSchema(schema)) => json!({
+            "type": "json_schema",
+            "json_schema": { "name": "answer", "schema": schema, "strict": true },
+        }),
+        Some(c @ (Constraint::Lark(_) | Constraint::Regex(_) | Constraint::Triggered { .. })) => {
+            bail!(
+                "{} is in llguidance's syntax, which only local models read; a remote \
+                 model takes a JSON schema or the JSON object format",
+                c.describe()
+            )
+        }
+    };
+    Ok(())
 }
 
 /// The request body. Every sampler is sent, the ones switched off too (top-k 0, top-p 1,

@@ -4,10 +4,11 @@
 //! receiving end; the reading thread then drops the response at its next read, which closes
 //! the connection, and the server stops generating.
 
-use super::chunk::{self, Chunk};
+use super::chunk::{self, CallPiece, Chunk};
 use super::http::{agent, failure, redirect_check, request};
 use super::sse::SseParser;
 use super::RemoteTarget;
+use crate::chat::ToolCall;
 use crate::protocol::{GenerateRequest, Prompt, ServerFigures, StopReason, TurnObserver, Usage};
 use crate::stats::secs;
 use anyhow::{anyhow, bail, Result};
@@ -43,6 +44,14 @@ struct Turn<'a> {
     reported: Option<ServerFigures>,
     done: bool,
     max_pieces: usize,
+    /// The tool calls so far, by index.
+    calls: Vec<ToolCall>,
+}
+
+/// A remote's answer: its figures, and the tools it called.
+pub struct Answer {
+    pub usage: Usage,
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Runs the turn; tokens go to `observer` as they arrive. An error is one sentence, and
@@ -53,7 +62,7 @@ pub fn run(
     context_size: usize,
     asked: Instant,
     observer: &mut dyn TurnObserver,
-) -> Result<Usage> {
+) -> Result<Answer> {
     let messages = match &request.prompt {
         Prompt::Conversation(messages) => messages,
         Prompt::Raw(_) => {
@@ -61,12 +70,14 @@ pub fn run(
         }
         Prompt::Tokens(_) => bail!("a remote model takes a conversation, not token ids"),
     };
-    let body = super::request::body(
+    let mut body = super::request::body(
         &target.model,
         messages,
         &request.sampling,
         request.max_tokens,
     );
+    super::request::add_tools(&mut body, request.tools.as_ref());
+    super::request::add_constraint(&mut body, request.constraint.as_ref())?;
     let arrivals = spawn_reader(target.clone(), body.to_string())?;
     let mut turn = Turn {
         target,
@@ -81,10 +92,14 @@ pub fn run(
         reported: None,
         done: false,
         max_pieces: request.max_tokens.saturating_mul(2).saturating_add(64),
+        calls: Vec::new(),
     };
     let stop = turn.read(&arrivals)?;
     drop(arrivals);
-    Ok(turn.usage(stop, context_size))
+    Ok(Answer {
+        usage: turn.usage(stop, context_size),
+        tool_calls: std::mem::take(&mut turn.calls),
+    })
 }
 
 fn spawn_reader(target: RemoteTarget, body: String) -> Result<Receiver<Arrival>> {
@@ -212,6 +227,50 @@ impl Turn<'_> {
             self.close_thinking()?;
             self.piece(&content)?;
         }
+        for piece in chunk.calls {
+            self.call_piece(piece)?;
+        }
+        Ok(())
+    }
+
+    /// A piece of a tool call joins the call of its index (a new index starts a call).
+    fn call_piece(&mut self, piece: CallPiece) -> Result<()> {
+        const MAX_CALLS: usize = 128;
+        let remote = &self.target.remote.name;
+        if piece.index >= MAX_CALLS {
+            bail!(
+                "{remote} sent a tool call numbered {}: stopped reading",
+                piece.index
+            );
+        }
+        self.bytes += piece.arguments.as_ref().map_or(0, String::len);
+        if self.bytes > MAX_ANSWER_BYTES {
+            bail!(
+                "{remote} sent an answer over {} MiB: stopped reading it",
+                MAX_ANSWER_BYTES >> 20
+            );
+        }
+        while self.calls.len() <= piece.index {
+            let n = self.calls.len();
+            self.calls.push(ToolCall {
+                id: format!("call_remote_{n}"),
+                name: String::new(),
+                arguments: String::new(),
+            });
+        }
+        let call = &mut self.calls[piece.index];
+        if let Some(id) = piece.id {
+            call.id = id;
+        }
+        if let Some(name) = piece.name {
+            call.name.push_str(&name);
+        }
+        if let Some(arguments) = piece.arguments {
+            call.arguments.push_str(&arguments);
+        }
+        let now = Instant::now();
+        self.first_at.get_or_insert(now);
+        self.last_at = Some(now);
         Ok(())
     }
 

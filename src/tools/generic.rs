@@ -8,27 +8,24 @@ use crate::chat::{Message, Role};
 use crate::protocol::{ToolChoice, ToolSet};
 use serde_json::{json, Value};
 
-/// The conversation as a template without tools renders it: the tools described in the
-/// system message, each assistant's calls as the JSON it would have answered, and each run of
-/// tool results as one user turn (templates like Gemma's insist that turns alternate).
-pub fn conversation(messages: &[Message], tools: &ToolSet) -> Vec<Message> {
+/// The conversation as a template without tools renders it: the tools (when offered)
+/// described in the system message, each assistant's calls as the JSON it would have answered,
+/// and each run of tool results as one user turn (templates like Gemma's insist that turns
+/// alternate).
+pub fn conversation(messages: &[Message], tools: Option<&ToolSet>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len() + 1);
-    let description = describe(tools);
-    match messages.first() {
-        Some(first) if first.role == Role::System => {
-            let system = if first.content.trim().is_empty() {
-                description
-            } else {
-                format!("{}\n\n{description}", first.content)
-            };
-            out.push(Message::system(system));
-        }
-        _ => out.push(Message::system(description)),
-    }
-    let rest = match messages.first() {
-        Some(first) if first.role == Role::System => &messages[1..],
-        _ => messages,
+    let (system, rest) = match messages.first() {
+        Some(first) if first.role == Role::System => (Some(first), &messages[1..]),
+        _ => (None, messages),
     };
+    match (system, tools.map(describe)) {
+        (Some(system), Some(d)) if !system.content.trim().is_empty() => {
+            out.push(Message::system(format!("{}\n\n{d}", system.content)));
+        }
+        (_, Some(d)) => out.push(Message::system(d)),
+        (Some(system), None) => out.push(system.clone()),
+        (None, None) => {}
+    }
     for m in rest {
         match m.role {
             Role::Assistant if !m.tool_calls.is_empty() => {
@@ -135,7 +132,7 @@ mod tests {
             Message::tool_result("a", "18 C"),
             Message::tool_result("b", "4 C"),
         ];
-        let out = conversation(&messages, &weather());
+        let out = conversation(&messages, Some(&weather()));
         let roles: Vec<Role> = out.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -155,7 +152,7 @@ mod tests {
 
     #[test]
     fn without_a_system_message_one_is_added() {
-        let out = conversation(&[Message::user("Hi")], &weather());
+        let out = conversation(&[Message::user("Hi")], Some(&weather()));
         assert_eq!(out[0].role, Role::System);
         assert!(out[0].content.contains("{\"response\": "));
         assert_eq!(out[1], Message::user("Hi"));

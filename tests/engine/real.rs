@@ -274,7 +274,9 @@ fn a_turn_cancelled_before_it_starts_ends_cancelled_and_the_next_runs() {
     engine.cancel(10);
     let usage = loop {
         match engine.recv_blocking() {
-            Some(EngineEvent::Finished { turn_id: 10, usage }) => break usage,
+            Some(EngineEvent::Finished {
+                turn_id: 10, usage, ..
+            }) => break usage,
             Some(EngineEvent::Token { turn_id: 10, .. } | EngineEvent::PromptProgress { .. }) => {}
             other => panic!("{other:?}"),
         }

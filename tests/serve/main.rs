@@ -1,5 +1,6 @@
 //! `taper serve`'s tests in one binary, each against a server started on loopback: the
-//! endpoints, load, hostile input, the official `openai` client and taper's own remote backend.
+//! endpoints, load, hostile input, the official `openai` client, taper's own remote backend,
+//! and tool calls alike from a local model and a remote one.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -11,3 +12,4 @@ mod http;
 mod load;
 mod openai;
 mod remote;
+mod tool_backends;

@@ -86,3 +86,12 @@ fn structured_output_is_valid_for_every_seed_and_alike_alone_or_batched() {
         "structured output: ok",
     );
 }
+
+#[test]
+fn tool_calls_are_valid_for_every_seed_stream_alike_and_a_tool_loop_reuses_the_cache() {
+    run_script(
+        "tool_calls.py",
+        &["--parallel", "2", "--ctx-size", "1024"],
+        "tool calls: ok",
+    );
+}

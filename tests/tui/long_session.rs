@@ -149,7 +149,9 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
         let usage = loop {
             let event = next_event(&mut engine);
             let finished = match &event {
-                EngineEvent::Finished { turn_id: t, usage } if *t == turn_id => Some(usage.clone()),
+                EngineEvent::Finished {
+                    turn_id: t, usage, ..
+                } if *t == turn_id => Some(usage.clone()),
                 EngineEvent::Failed { message, .. } => panic!("turn {turn} failed: {message}"),
                 _ => None,
             };

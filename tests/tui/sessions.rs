@@ -56,6 +56,7 @@ fn one_turn(h: &mut Harness, question: &str, answer: &[&str]) -> Vec<Effect> {
     h.engine(taper::protocol::EngineEvent::Finished {
         turn_id: turn,
         usage: usage(20, 0, answer.len(), StopReason::EndOfTurn),
+        tool_calls: Vec::new(),
     })
 }
 
@@ -201,6 +202,7 @@ fn resuming_restores_the_conversation_settings_and_file() {
     let fx = h.engine(taper::protocol::EngineEvent::Finished {
         turn_id: request.turn_id,
         usage: usage(30, 0, 1, StopReason::EndOfTurn),
+        tool_calls: Vec::new(),
     });
     let saved = saves(&fx);
     assert_eq!(saved[0].id, id);

@@ -2,7 +2,7 @@
 //! its context size; a turn streams from it (`crate::remote::stream`) and reports the same
 //! events as a local model, so clients do not care where tokens come from.
 
-use crate::protocol::{GenerateRequest, ModelInfo, TurnObserver, Usage};
+use crate::protocol::{GenerateRequest, ModelInfo, TurnObserver};
 use crate::remote::{list, stream, RemoteTarget};
 use crate::stats::secs;
 use anyhow::{anyhow, Result};
@@ -69,7 +69,7 @@ pub(super) fn generate(
     request: &GenerateRequest,
     asked: Instant,
     observer: &mut dyn TurnObserver,
-) -> Result<Usage> {
+) -> Result<stream::Answer> {
     stream::run(
         &connected.target,
         request,

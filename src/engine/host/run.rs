@@ -182,7 +182,11 @@ impl Host {
         }));
         self.status.busy.fetch_sub(1, Ordering::SeqCst);
         match outcome {
-            Ok(Ok(usage)) => job.emit(EngineEvent::Finished { turn_id, usage }),
+            Ok(Ok(answer)) => job.emit(EngineEvent::Finished {
+                turn_id,
+                usage: answer.usage,
+                tool_calls: answer.tool_calls,
+            }),
             Ok(Err(e)) => job.fail(format!("{e:#}")),
             Err(panic) => job.fail(format!("internal error: {}", super::panic_message(&*panic))),
         }
@@ -247,5 +251,6 @@ pub(super) fn finish_unstarted(job: &Job) {
     job.emit(EngineEvent::Finished {
         turn_id: job.turn_id(),
         usage,
+        tool_calls: Vec::new(),
     });
 }

@@ -324,7 +324,7 @@ impl<'t> Scheduler<'t> {
         let slot = &mut self.slots[i];
         if let Some(active) = slot.active.take() {
             self.status.busy.fetch_sub(1, Ordering::SeqCst);
-            active.finish(stop, self.answers)?;
+            active.finish(stop, self.answers, self.text.template.tool_format())?;
         }
         Ok(())
     }

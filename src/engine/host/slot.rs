@@ -4,6 +4,7 @@
 
 use super::job::Job;
 use super::stops::StopMatcher;
+use crate::chat::{split_thinking, ToolCall};
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::context_fit::Window;
 use crate::engine::generation::Decoding;
@@ -11,8 +12,9 @@ use crate::engine::grammar::Grammar;
 use crate::engine::model::KvCache;
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::tokenizer::TextTokenizer;
-use crate::protocol::{EngineEvent, StopReason, TurnObserver, Usage};
+use crate::protocol::{EngineEvent, StopReason, ToolChoice, TurnObserver, Usage};
 use crate::stats::secs;
+use crate::tools::{parse, ToolFormat};
 use anyhow::Result;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -134,14 +136,24 @@ impl<'t> Active<'t> {
     }
 
     /// Ends the answer: held-back text out, the ids remembered, the usage sent.
-    pub fn finish(mut self, stop: StopReason, answers: &Mutex<AnswerIds>) -> Result<()> {
+    /// `tool_format` is the model's tool-call syntax, to read the answer's calls in.
+    pub fn finish(
+        mut self,
+        stop: StopReason,
+        answers: &Mutex<AnswerIds>,
+        tool_format: ToolFormat,
+    ) -> Result<()> {
         let turn_id = self.job.turn_id();
         let Some(decoding) = self.decoding.take() else {
             // Stopped while its prompt was read: nothing was generated.
             self.usage.prefill_s = secs(self.prefill_started.elapsed());
             self.usage.stop = Some(stop);
             let usage = std::mem::take(&mut self.usage);
-            self.job.emit(EngineEvent::Finished { turn_id, usage });
+            self.job.emit(EngineEvent::Finished {
+                turn_id,
+                usage,
+                tool_calls: Vec::new(),
+            });
             return Ok(());
         };
         let mut observer = SlotObserver {
@@ -166,9 +178,16 @@ impl<'t> Active<'t> {
         if self.stops.hit() {
             outcome.usage.stop = Some(StopReason::StopSequence);
         }
+        let tool_calls = match &self.job.request.tools {
+            Some(tools) if tools.choice != ToolChoice::None && !self.job.request.is_raw() => {
+                read_calls(tool_format, &outcome.text, turn_id)
+            }
+            _ => Vec::new(),
+        };
         self.job.emit(EngineEvent::Finished {
             turn_id,
             usage: outcome.usage,
+            tool_calls,
         });
         Ok(())
     }
@@ -202,4 +221,22 @@ impl TurnObserver for SlotObserver<'_> {
         }
         Ok(())
     }
+}
+
+/// The calls an answer made, with ids unique to this turn of this run.
+fn read_calls(format: ToolFormat, text: &str, turn_id: u64) -> Vec<ToolCall> {
+    let answer = split_thinking(text).answer;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    parse::parse(format, answer)
+        .calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, call)| ToolCall {
+            id: format!("call_{stamp}{turn_id}_{i}"),
+            name: call.name,
+            arguments: call.arguments,
+        })
+        .collect()
 }

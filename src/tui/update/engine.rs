@@ -23,7 +23,7 @@ pub(super) fn event(state: &mut State, event: EngineEvent, fx: &mut Vec<Effect>)
             }
             state.stats.token(state.now);
         }
-        EngineEvent::Finished { turn_id, usage } => {
+        EngineEvent::Finished { turn_id, usage, .. } => {
             finished(state, turn_id, usage);
             // A finished (or stopped) answer is saved as soon as it ends.
             sessions::autosave(state, fx);

@@ -83,7 +83,11 @@ impl Test {
             stop: Some(StopReason::EndOfTurn),
             ..Default::default()
         };
-        self.send(Msg::Engine(EngineEvent::Finished { turn_id, usage }))
+        self.send(Msg::Engine(EngineEvent::Finished {
+            turn_id,
+            usage,
+            tool_calls: Vec::new(),
+        }))
     }
 }
 

@@ -173,7 +173,11 @@ impl Harness {
     }
 
     pub fn finish(&mut self, turn_id: u64, usage: Usage) {
-        self.engine(EngineEvent::Finished { turn_id, usage });
+        self.engine(EngineEvent::Finished {
+            turn_id,
+            usage,
+            tool_calls: Vec::new(),
+        });
     }
 }
 
