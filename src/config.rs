@@ -1,9 +1,10 @@
 //! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
 //! (command-line flags override the file, the file overrides the defaults).
 
+use crate::protocol::sampling as ranges;
 use crate::protocol::{CacheType, SamplingParams};
 use crate::remote::{normalize_url, Remote, RemoteKind, RemoteTarget, Secret, DEFAULT_STALL};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -158,26 +159,17 @@ impl Config {
         if self.threads == Some(0) {
             return bad("threads", "at least 1");
         }
-        if self
-            .sampling
-            .temperature
-            .is_some_and(|t| !(0.0..=10.0).contains(&t))
-        {
-            return bad("sampling.temperature", "between 0 and 10");
-        }
-        if self
-            .sampling
-            .top_p
-            .is_some_and(|p| !(0.0..=1.0).contains(&p))
-        {
-            return bad("sampling.top_p", "between 0 and 1");
-        }
-        if self
-            .sampling
-            .min_p
-            .is_some_and(|p| !(0.0..=1.0).contains(&p))
-        {
-            return bad("sampling.min_p", "between 0 and 1");
+        let s = &self.sampling;
+        let settings = [
+            (ranges::TEMPERATURE, s.temperature),
+            (ranges::TOP_P, s.top_p),
+            (ranges::MIN_P, s.min_p),
+            (ranges::REPEAT_PENALTY, s.repeat_penalty),
+        ];
+        for (range, value) in settings {
+            if let Some(Err(e)) = value.map(|v| range.check(v.into())) {
+                bail!("{}: sampling.{e}", origin.display());
+            }
         }
         self.validate_remotes(origin)?;
         for m in &self.models {
@@ -387,7 +379,7 @@ mod tests {
     fn out_of_range_values_say_what_is_expected() {
         let err = parse("[sampling]\ntop_p = 3.0\n").unwrap_err().to_string();
         assert!(
-            err.contains("sampling.top_p") && err.contains("between 0 and 1"),
+            err.contains("sampling.top_p") && err.contains("from 0 to 1"),
             "{err}"
         );
     }

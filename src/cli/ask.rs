@@ -12,7 +12,7 @@ use crate::protocol::{Constraint, EngineEvent, GenerateRequest, LoadRequest, Mod
 use crate::stats::{self, human_bytes};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -72,16 +72,28 @@ fn constraint(args: &AskArgs) -> Result<Option<Constraint>> {
     }
 }
 
+/// The prompt: PROMPT; or stdin for `-` or none; or, when text is piped in as well (`cat
+/// notes.txt | taper ask "summarize"`), PROMPT, a blank line, then the piped text.
 fn read_prompt(prompt: Option<String>) -> Result<String> {
-    match prompt.as_deref() {
-        Some("-") | None => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("cannot read the prompt from stdin")?;
-            Ok(text)
+    let stdin = || -> Result<String> {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the prompt from stdin")?;
+        Ok(text)
+    };
+    match prompt {
+        None => stdin(),
+        Some(p) if p == "-" => stdin(),
+        Some(p) if std::io::stdin().is_terminal() => Ok(p),
+        Some(p) => {
+            let piped = stdin()?;
+            if piped.trim().is_empty() {
+                Ok(p)
+            } else {
+                Ok(format!("{p}\n\n{piped}"))
+            }
         }
-        Some(p) => Ok(p.to_string()),
     }
 }
 

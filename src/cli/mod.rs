@@ -10,6 +10,7 @@ mod models;
 mod perplexity;
 mod serve;
 mod sessions;
+mod values;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
 pub use bench::BenchArgs;
@@ -88,7 +89,7 @@ pub struct ModelArgs {
 #[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct RunArgs {
     /// KV-cache size in tokens, capped at the model's own context [default: 4096].
-    #[arg(long = "ctx-size")]
+    #[arg(long = "ctx-size", value_parser = values::at_least_one)]
     pub ctx_size: Option<usize>,
     #[command(flatten)]
     pub cache_type: CacheTypeArg,
@@ -121,7 +122,7 @@ impl CacheTypeArg {
 #[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct ThreadsArg {
     /// Compute threads (default: the physical cores).
-    #[arg(long)]
+    #[arg(long, value_parser = values::threads)]
     pub threads: Option<usize>,
 }
 
@@ -138,22 +139,22 @@ impl ThreadsArg {
 #[derive(Debug, Clone, Default, PartialEq, Args)]
 pub struct SamplingArgs {
     /// Most tokens in one answer [default: 1024].
-    #[arg(short = 'n', long = "max-tokens")]
+    #[arg(short = 'n', long = "max-tokens", value_parser = values::at_least_one)]
     pub max_tokens: Option<usize>,
-    /// 0 picks the most likely token every time (greedy) [default: 0.7].
-    #[arg(long)]
+    /// 0 picks the most likely token every time (greedy), up to 2 [default: 0.7].
+    #[arg(long, allow_negative_numbers = true, value_parser = values::temperature)]
     pub temperature: Option<f32>,
     /// Keep only the K most likely tokens, 0 = off [default: 40].
     #[arg(long)]
     pub top_k: Option<usize>,
     /// Keep the most likely tokens up to this total probability, 1 = off [default: 0.95].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = values::top_p)]
     pub top_p: Option<f32>,
     /// Drop tokens less likely than this fraction of the best one, 0 = off [default: 0.05].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = values::min_p)]
     pub min_p: Option<f32>,
-    /// Penalise recently seen tokens, 1 = off [default: 1.1].
-    #[arg(long)]
+    /// Penalise recently seen tokens, 1 = off, 0.1 to 10 [default: 1.1].
+    #[arg(long, allow_negative_numbers = true, value_parser = values::repeat_penalty)]
     pub repeat_penalty: Option<f32>,
     /// Same seed, same answer.
     #[arg(long)]
@@ -194,6 +195,7 @@ impl SamplingArgs {
 }
 
 pub fn run(cli: Cli) -> Result<()> {
+    crate::engine::model::cpu::check_forced_env().map_err(anyhow::Error::msg)?;
     if cli.command.is_some() && cli.chat != ChatArgs::default() {
         // `taper -m MODEL bench` would otherwise quietly ignore the -m.
         bail!("chat options go after `taper` or `taper chat`, not before another command");

@@ -7,12 +7,12 @@
 
 mod event;
 mod request;
-mod sampling;
+pub mod sampling;
 mod tools;
 mod usage;
 
 pub use event::{EngineEvent, ModelInfo, TurnObserver};
 pub use request::{Constraint, GenerateRequest, LoadRequest, Prompt};
-pub use sampling::{CacheType, SamplingParams};
+pub use sampling::{CacheType, Range, SamplingParams};
 pub use tools::{Tool, ToolChoice, ToolSet};
 pub use usage::{ServerFigures, StopReason, Usage};

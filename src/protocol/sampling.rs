@@ -1,5 +1,7 @@
-//! How the next token is chosen ([`SamplingParams`]) and how the KV cache stores its numbers
-//! ([`CacheType`]): settings the config, saved sessions, remote requests and the engine share.
+//! How the next token is chosen ([`SamplingParams`]), the one range each setting may take
+//! ([`Range`]: the flags, the config, the chat's settings and the server all check with these),
+//! and how the KV cache stores its numbers ([`CacheType`]): settings the config, saved
+//! sessions, remote requests and the engine share.
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -52,7 +54,65 @@ impl Default for SamplingParams {
     }
 }
 
+/// The values a setting may take, and the one sentence that says so.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    pub name: &'static str,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Beyond 2 (OpenAI's bound too) every model writes gibberish.
+pub const TEMPERATURE: Range = Range::new("temperature", 0.0, 2.0);
+pub const TOP_P: Range = Range::new("top_p", 0.0, 1.0);
+pub const MIN_P: Range = Range::new("min_p", 0.0, 1.0);
+/// The logits of recent tokens are divided by it: 0 would divide by zero, and below 1 it
+/// rewards repeating.
+pub const REPEAT_PENALTY: Range = Range::new("repeat_penalty", 0.1, 10.0);
+pub const FREQUENCY_PENALTY: Range = Range::new("frequency_penalty", -2.0, 2.0);
+pub const PRESENCE_PENALTY: Range = Range::new("presence_penalty", -2.0, 2.0);
+
+impl Range {
+    const fn new(name: &'static str, min: f64, max: f64) -> Self {
+        Self { name, min, max }
+    }
+
+    /// `value` if it is in the range (NaN and infinities never are), else what the range is.
+    pub fn check(&self, value: f64) -> Result<f64, String> {
+        if value.is_finite() && (self.min..=self.max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{} must be a number from {} to {}, not {value}",
+                self.name, self.min, self.max
+            ))
+        }
+    }
+
+    /// The same, for a setting written as text (a flag, a field of the chat's settings).
+    pub fn parse(&self, text: &str) -> Result<f32, String> {
+        match text.trim().parse::<f64>() {
+            Ok(value) => self.check(value).map(|v| v as f32),
+            Err(_) => Err(format!(
+                "{} must be a number from {} to {}, not {text:?}",
+                self.name, self.min, self.max
+            )),
+        }
+    }
+}
+
 impl SamplingParams {
+    /// Each setting in its [`Range`]; the first one that is not, in a sentence.
+    pub fn check(&self) -> Result<(), String> {
+        TEMPERATURE.check(self.temperature.into())?;
+        TOP_P.check(self.top_p.into())?;
+        MIN_P.check(self.min_p.into())?;
+        REPEAT_PENALTY.check(self.repeat_penalty.into())?;
+        FREQUENCY_PENALTY.check(self.frequency_penalty.into())?;
+        PRESENCE_PENALTY.check(self.presence_penalty.into())?;
+        Ok(())
+    }
+
     /// Always the most likely token, nothing penalised (benchmarks, references).
     pub fn greedy() -> Self {
         Self {

@@ -7,7 +7,8 @@ use super::error::ApiError;
 use super::fields::{Content, Strings, Whole};
 use super::tools::{self, RequestTool, RequestToolCall};
 use crate::chat::{Message, Role};
-use crate::protocol::{Constraint, SamplingParams, ToolSet};
+use crate::protocol::sampling as ranges;
+use crate::protocol::{Constraint, Range, SamplingParams, ToolSet};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -172,11 +173,10 @@ pub fn parse(
         tools::check_results(messages)?;
     }
     let sampling = SamplingParams {
-        temperature: number("temperature", body.temperature, 0.0, 2.0)?
-            .unwrap_or(defaults.temperature),
-        top_p: number("top_p", body.top_p, 0.0, 1.0)?.unwrap_or(defaults.top_p),
-        min_p: number("min_p", body.min_p, 0.0, 1.0)?.unwrap_or(defaults.min_p),
-        repeat_penalty: number("repeat_penalty", body.repeat_penalty, 0.0, 10.0)?
+        temperature: number(ranges::TEMPERATURE, body.temperature)?.unwrap_or(defaults.temperature),
+        top_p: number(ranges::TOP_P, body.top_p)?.unwrap_or(defaults.top_p),
+        min_p: number(ranges::MIN_P, body.min_p)?.unwrap_or(defaults.min_p),
+        repeat_penalty: number(ranges::REPEAT_PENALTY, body.repeat_penalty)?
             .unwrap_or(defaults.repeat_penalty),
         top_k: whole("top_k", body.top_k, 0, 1 << 20)?.map_or(defaults.top_k, |k| k as usize),
         // llama-server's convention: a negative seed asks for a random one.
@@ -197,10 +197,9 @@ pub fn parse(
         sampling,
         max_tokens,
         stop: stop_strings(body.stop.unwrap_or_default())?,
-        frequency_penalty: number("frequency_penalty", body.frequency_penalty, -2.0, 2.0)?
+        frequency_penalty: number(ranges::FREQUENCY_PENALTY, body.frequency_penalty)?
             .unwrap_or(0.0),
-        presence_penalty: number("presence_penalty", body.presence_penalty, -2.0, 2.0)?
-            .unwrap_or(0.0),
+        presence_penalty: number(ranges::PRESENCE_PENALTY, body.presence_penalty)?.unwrap_or(0.0),
         constraint,
         tools: if chat { tools } else { None },
     })
@@ -236,15 +235,12 @@ fn constraint(
     Ok(first)
 }
 
-/// A number given for `name`, if in `min..=max`.
-fn number(name: &str, value: Option<f64>, min: f64, max: f64) -> Result<Option<f32>, ApiError> {
-    match value {
-        Some(n) if !(min..=max).contains(&n) => Err(ApiError::field(
-            name,
-            format!("`{name}` must be between {min} and {max}, not {n}"),
-        )),
-        n => Ok(n.map(|n| n as f32)),
-    }
+/// A sampling setting, if given and in its range (the one every front end checks).
+fn number(range: Range, value: Option<f64>) -> Result<Option<f32>, ApiError> {
+    value
+        .map(|n| range.check(n).map(|n| n as f32))
+        .transpose()
+        .map_err(|e| ApiError::field(range.name, e))
 }
 
 /// A whole number given for `name`, if in `min..=max`.

@@ -63,8 +63,13 @@ fn wrong_types_and_ranges_name_the_field() {
     );
     assert_eq!(param(&format!(r#"{{{m},"n":2}}"#)).as_deref(), Some("n"));
     assert_eq!(
-        param(r#"{"messages":[{"role":"tool","content":"x"}]}"#).as_deref(),
+        param(r#"{"messages":[{"role":"robot","content":"x"}]}"#).as_deref(),
         Some("messages[0].role")
+    );
+    // A tool result must answer a call made before it.
+    assert_eq!(
+        param(r#"{"messages":[{"role":"tool","content":"x"}]}"#).as_deref(),
+        Some("messages[0].tool_call_id")
     );
     assert_eq!(
         param(r#"{"messages":[{"role":"user","content":5}]}"#).as_deref(),

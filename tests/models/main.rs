@@ -1,9 +1,11 @@
-//! `taper models` in one binary: hub downloads against a local hub server, and local models.
+//! `taper models` in one binary: hub downloads against a local hub server, local models, and
+//! what `taper ask` takes in.
 
 #[path = "../support/common.rs"]
 mod common;
 #[path = "../support/hub_server.rs"]
 mod hub_server;
 
+mod ask_input;
 mod hub;
 mod local;

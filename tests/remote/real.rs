@@ -259,6 +259,7 @@ fn a_server_killed_mid_answer_fails_it_in_one_sentence_and_keeps_the_text() {
         .arg("Write a very long story about a dragon who loves tea, in many chapters.")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .stdin(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdout = child.stdout.take().unwrap();

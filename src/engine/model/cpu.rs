@@ -25,7 +25,24 @@ pub enum Forced {
     Exact,
 }
 
-/// `TAPER_KERNELS`, read once; anything unknown is the best path.
+/// The values `TAPER_KERNELS` takes.
+pub const FORCED_NAMES: [&str; 5] = ["scalar", "avx2", "avx-vnni", "candle", "exact"];
+
+/// A set `TAPER_KERNELS` that names no path, as a sentence (the commands refuse to start with
+/// it rather than quietly run the best path instead of the one asked for).
+pub fn check_forced_env() -> Result<(), String> {
+    match std::env::var("TAPER_KERNELS") {
+        Ok(v) if !v.is_empty() && !FORCED_NAMES.contains(&v.as_str()) => Err(format!(
+            "TAPER_KERNELS={v:?} names no kernel path; it takes {} (or unset it for the best \
+             path of this CPU)",
+            FORCED_NAMES.join(", ")
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `TAPER_KERNELS`, read once; anything unknown is the best path (the commands have refused
+/// it already: [`check_forced_env`]).
 pub fn forced() -> Forced {
     static FORCED: OnceLock<Forced> = OnceLock::new();
     *FORCED.get_or_init(|| match std::env::var("TAPER_KERNELS").as_deref() {

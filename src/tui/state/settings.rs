@@ -1,6 +1,7 @@
 //! The settings the user can change while chatting: the system prompt and the sampling
 //! parameters, and the small form that edits them one field at a time.
 
+use crate::protocol::sampling as ranges;
 use crate::protocol::SamplingParams;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +52,7 @@ impl Field {
     pub fn hint(self) -> &'static str {
         match self {
             Field::SystemPrompt => "sent first in every request; empty = none",
-            Field::Temperature => "0 = greedy (always the most likely token), up to 10",
+            Field::Temperature => "0 = greedy (always the most likely token), up to 2",
             Field::TopP => "keep likely tokens up to this total probability; 1 = off",
             Field::TopK => "keep only the K most likely tokens; 0 = off",
             Field::MinP => "drop tokens less likely than this fraction of the best; 0 = off",
@@ -82,11 +83,11 @@ impl Field {
         let p = &mut s.sampling;
         match self {
             Field::SystemPrompt => s.system_prompt = text.trim_end().to_string(),
-            Field::Temperature => p.temperature = float(t, 0.0, 10.0)?,
-            Field::TopP => p.top_p = float(t, 0.0, 1.0)?,
+            Field::Temperature => p.temperature = ranges::TEMPERATURE.parse(t)?,
+            Field::TopP => p.top_p = ranges::TOP_P.parse(t)?,
             Field::TopK => p.top_k = t.parse().map_err(|_| "a whole number, 0 or more")?,
-            Field::MinP => p.min_p = float(t, 0.0, 1.0)?,
-            Field::RepeatPenalty => p.repeat_penalty = float(t, 0.1, 10.0)?,
+            Field::MinP => p.min_p = ranges::MIN_P.parse(t)?,
+            Field::RepeatPenalty => p.repeat_penalty = ranges::REPEAT_PENALTY.parse(t)?,
             Field::MaxTokens => match t.parse::<usize>() {
                 Ok(n) if n > 0 => s.max_tokens = n,
                 _ => return Err("a whole number, 1 or more".into()),
@@ -95,13 +96,6 @@ impl Field {
             Field::Seed => p.seed = Some(t.parse().map_err(|_| "a whole number, or empty")?),
         }
         Ok(())
-    }
-}
-
-fn float(text: &str, min: f32, max: f32) -> Result<f32, String> {
-    match text.parse::<f32>() {
-        Ok(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(format!("a number from {min} to {max}")),
     }
 }
 
