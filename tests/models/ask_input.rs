@@ -94,3 +94,26 @@ fn flags_out_of_range_are_refused_with_the_range() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_ask_quietly() {
+    use std::io::Read;
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_taper"))
+        .env("TAPER_HOME", home.path())
+        .args(["ask", "-n", "400", "--temperature", "0", "-m"])
+        .arg(common::real_model(common::SMOLLM2))
+        .arg("Write a long story about a dragon.")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As `| head -c 16`: read a little, then close the pipe.
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.trim().is_empty(), "{stderr}");
+}
