@@ -70,9 +70,14 @@ fn flags_out_of_range_are_refused_with_the_range() {
         (&["--threads", "100000"], "from 1 to 1024"),
     ];
     for (flags, range) in cases {
-        let mut args = flags.to_vec();
-        args.push("Hi");
-        let out = ask(&args, None);
+        let out = Command::new(env!("CARGO_BIN_EXE_taper"))
+            .args(["ask", "-m"])
+            .arg(common::real_model(common::SMOLLM2))
+            .args(*flags)
+            .arg("Hi")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
         assert!(stderr.contains(range), "{flags:?}: {stderr}");
