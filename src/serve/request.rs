@@ -120,9 +120,10 @@ struct RequestMessage {
 #[derive(Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum RequestRole {
-    /// OpenAI's newer name for the system prompt.
-    #[serde(alias = "developer")]
     System,
+    /// OpenAI's newer name for the system prompt (a variant of its own, not an alias, so that
+    /// the error for an unknown role lists it).
+    Developer,
     User,
     Assistant,
     Tool,
@@ -246,10 +247,17 @@ fn number(range: Range, value: Option<f64>) -> Result<Option<f32>, ApiError> {
 /// A whole number given for `name`, if in `min..=max`.
 fn whole(name: &str, value: Option<Whole>, min: i64, max: i64) -> Result<Option<i64>, ApiError> {
     match value {
-        Some(Whole(n)) if !(min..=max).contains(&n) => Err(ApiError::field(
-            name,
-            format!("`{name}` must be between {min} and {max}, not {n}"),
-        )),
+        Some(Whole(n)) if !(min..=max).contains(&n) => {
+            // i64's own limits are no bound a person wrote.
+            let range = match (min, max) {
+                (min, i64::MAX) => format!("at least {min}"),
+                (min, max) => format!("between {min} and {max}"),
+            };
+            Err(ApiError::field(
+                name,
+                format!("`{name}` must be {range}, not {n}"),
+            ))
+        }
         n => Ok(n.map(|Whole(n)| n)),
     }
 }
@@ -308,7 +316,7 @@ fn messages(items: Option<Vec<RequestMessage>>, max: usize) -> Result<Vec<Messag
         .enumerate()
         .map(|(i, m)| {
             let role = match m.role {
-                RequestRole::System => Role::System,
+                RequestRole::System | RequestRole::Developer => Role::System,
                 RequestRole::User => Role::User,
                 RequestRole::Assistant => Role::Assistant,
                 RequestRole::Tool => Role::Tool,

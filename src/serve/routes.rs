@@ -53,6 +53,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/apply-template", post(apply_template))
         .fallback(not_found)
+        .method_not_allowed_fallback(wrong_method)
         .with_state(state)
 }
 
@@ -81,6 +82,23 @@ async fn models(State(s): State<Arc<AppState>>, headers: HeaderMap) -> Response 
         }],
     });
     super::json_response(StatusCode::OK, &body)
+}
+
+/// A known path asked with a method it does not take: a JSON error like every other.
+async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let allowed = match uri.path() {
+        "/health" | "/v1/models" => "GET",
+        _ => "POST",
+    };
+    let mut response = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} takes {allowed}, not {method}", uri.path()),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allowed));
+    response
 }
 
 async fn not_found() -> Response {

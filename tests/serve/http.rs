@@ -136,6 +136,37 @@ fn the_endpoints_answer_as_openai_clients_expect() {
     );
     let (status, _) = get(&format!("{url}/v1/nothing"));
     assert_eq!(status, 404);
+    // A wrong method is a JSON error too, saying which one the path takes.
+    let (status, err) = get(&chat_url);
+    assert_eq!(status, 405);
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("takes POST"),
+        "{err}"
+    );
+    // A bound no one wrote is not quoted; the unknown role's error lists `developer`.
+    let (_, err) = post(
+        &chat_url,
+        &chat_body(user.clone(), json!({"max_tokens": 0})),
+    );
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("at least 1") && !message.contains("922337"),
+        "{err}"
+    );
+    let (_, err) = post(
+        &chat_url,
+        &chat_body(json!([{"role": "robot", "content": "x"}]), json!({})),
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("developer"),
+        "{err}"
+    );
 }
 
 #[test]
