@@ -214,9 +214,14 @@ pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
     let peak = stats::peak_rss_bytes()
         .map(human_bytes)
         .unwrap_or_else(|| "n/a".into());
+    // A remote model computes elsewhere: no threads or kernels of ours to name.
+    let compute = match &info.remote {
+        Some(url) => format!("remote {url}"),
+        None => format!("threads {} | kernels {}", info.threads, info.kernels),
+    };
     format!(
         "prompt {} tok (cached {}) | prefill {:.1} tok/s | ttft {:.3} s | generated {} tok | \
-         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | threads {} | kernels {}",
+         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | {compute}",
         usage.prompt_tokens,
         usage.cached_tokens,
         usage.prefill_tok_s(),
@@ -224,8 +229,6 @@ pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
         usage.generated_tokens,
         usage.decode_tok_s(),
         info.load_s,
-        info.threads,
-        info.kernels,
     ) + &server_figures(usage)
 }
 

@@ -142,13 +142,25 @@ fn read_stream(target: &RemoteTarget, body: &str, tx: &SyncSender<Arrival>) {
             Err(e) => Arrival::Failed(format!(
                 "{} broke off the answer ({})",
                 remote.name,
-                chunk::one_line(&e.to_string(), 120)
+                why(&e)
             )),
         };
         let last = !matches!(arrival, Arrival::Bytes(_));
         if tx.send(arrival).is_err() || last {
             return;
         }
+    }
+}
+
+/// Why a read of the answer failed, in words: a connection that closed mid-answer shows up as
+/// the HTTP library's chunk decoder failing, which says nothing to a user.
+fn why(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, InvalidData, UnexpectedEof};
+    match e.kind() {
+        UnexpectedEof | ConnectionReset | ConnectionAborted | InvalidData => {
+            "the connection closed before the answer was complete".into()
+        }
+        _ => chunk::one_line(&e.to_string(), 120),
     }
 }
 

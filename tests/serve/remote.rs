@@ -81,4 +81,9 @@ fn the_remote_backend_lists_and_streams_what_taper_serve_answers() {
         remote_err.contains("reported by the server: prompt"),
         "{remote_err}"
     );
+    // No threads or kernels of ours computed it.
+    assert!(
+        remote_err.contains("| remote http://") && !remote_err.contains("threads 0"),
+        "{remote_err}"
+    );
 }
