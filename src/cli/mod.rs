@@ -6,6 +6,7 @@
 mod ask;
 mod bench;
 mod chat;
+mod generated;
 mod models;
 mod perplexity;
 mod serve;
@@ -70,6 +71,16 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Write a saved conversation as Markdown (or its raw JSON record).
     Export(ExportArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `taper man > taper.1`.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +211,12 @@ pub fn run(cli: Cli) -> Result<()> {
         // `taper -m MODEL bench` would otherwise quietly ignore the -m.
         bail!("chat options go after `taper` or `taper chat`, not before another command");
     }
+    // These need no config (a broken one must not break a shell's completion).
+    match &cli.command {
+        Some(Command::Completions(args)) => return generated::completions(args.shell),
+        Some(Command::Man) => return generated::man_page(),
+        _ => {}
+    }
     if let Some(Command::Bench(args)) = &cli.command {
         if args.measure_one {
             // The measuring child: its parent resolved everything and it needs no config.
@@ -225,6 +242,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Serve(args)) => serve::serve(args, &config),
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
+        // Answered above, before the config was read.
+        Some(Command::Completions(_) | Command::Man) => Ok(()),
     }
 }
 
