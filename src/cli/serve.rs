@@ -4,6 +4,7 @@ use super::{ModelArgs, RunArgs};
 use crate::config::Config;
 use crate::engine::model::CacheOptions;
 use crate::models::resolve;
+use crate::serve::log::LogFormat;
 use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
 use anyhow::{bail, Result};
 use clap::Args;
@@ -52,6 +53,12 @@ pub struct ServeArgs {
     /// closed after it.
     #[arg(long = "header-timeout", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_timeout: u64,
+    /// How each request is logged on stderr: a line of text, a JSON object, or off.
+    #[arg(long = "log-format", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// No request log (as --log-format off).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
@@ -98,5 +105,10 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         },
         body_timeout: BODY_TIMEOUT,
         http_threads: 2,
+        log_format: if args.quiet {
+            LogFormat::Off
+        } else {
+            args.log_format
+        },
     })
 }

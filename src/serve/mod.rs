@@ -6,12 +6,14 @@
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
 //! - The engine host (`crate::engine`, with `--parallel` slots) decodes every request in
 //!   batched passes; each request is submitted with an event channel of its own.
-//! - [`http`]: the connection loop (header deadline, connection cap).
+//! - [`http`]: the connection loop (header deadline, connection cap); [`log`]: a line per
+//!   request on stderr.
 
 pub mod auth;
 pub mod error;
 pub mod fields;
 pub mod http;
+pub mod log;
 pub mod request;
 pub mod response;
 pub mod routes;
@@ -51,6 +53,8 @@ pub struct ServeOptions {
     pub body_timeout: Duration,
     /// Threads of the HTTP runtime (the engine computes on its own pool).
     pub http_threads: usize,
+    /// How each request is logged on stderr.
+    pub log_format: log::LogFormat,
 }
 
 /// A JSON body with its status.
@@ -119,7 +123,10 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             "taper serve: {} on http://{bound}/v1 ({parallel} slots, context {context})",
             state.model_name
         );
-        http::serve(listener, routes::router(state), options.connections).await;
+        let logged =
+            axum::middleware::from_fn_with_state(Arc::new(options.log_format), log::log_requests);
+        let router = routes::router(state).layer(logged);
+        http::serve(listener, router, options.connections).await;
         Ok::<(), anyhow::Error>(())
     })?;
     drop(engine);

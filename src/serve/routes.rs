@@ -4,6 +4,7 @@
 //! queued for the engine thread; a full queue is a 503 with `Retry-After`.
 
 use super::error::ApiError;
+use super::log::{LoggedLater, Pending};
 use super::request::{self, Completion, Limits, Prompt};
 use super::response::{self, Finish, Meta};
 use super::stream;
@@ -11,11 +12,11 @@ use crate::engine::answer_ids::AnswerIds;
 use crate::engine::prompt::ModelText;
 use crate::engine::{Refused, Submitter};
 use crate::protocol::{
-    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, ToolChoice, ToolSet,
+    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, ToolChoice, ToolSet, Usage,
 };
 use crate::tools::ToolFormat;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -105,14 +106,24 @@ async fn not_found() -> Response {
     ApiError::new(StatusCode::NOT_FOUND, "no such endpoint").into_response()
 }
 
-async fn chat(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    answer(s, headers, body, true)
+async fn chat(
+    State(s): State<Arc<AppState>>,
+    log: Option<Extension<Pending>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    answer(s, headers, body, true, log.map(|Extension(p)| p))
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn completions(State(s): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    answer(s, headers, body, false)
+async fn completions(
+    State(s): State<Arc<AppState>>,
+    log: Option<Extension<Pending>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    answer(s, headers, body, false, log.map(|Extension(p)| p))
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
@@ -153,6 +164,7 @@ async fn answer(
     headers: HeaderMap,
     body: Body,
     chat: bool,
+    log: Option<Pending>,
 ) -> Result<Response, ApiError> {
     let asked = Instant::now();
     s.authorize(&headers)?;
@@ -179,17 +191,23 @@ async fn answer(
         .as_ref()
         .filter(|t| t.choice != ToolChoice::None)
         .map(|_| s.text.template.tool_format());
-    if request.stream {
-        Ok(stream::respond(
-            meta,
-            chat,
-            calls,
-            request.include_usage,
-            events,
-        ))
+    // From here the answer's end writes the log line, with its token counts.
+    let mut response = if request.stream {
+        let include_usage = request.include_usage;
+        stream::respond(meta, chat, calls, include_usage, events, log)
     } else {
-        collect(meta, chat, calls, events).await
-    }
+        let response = collect(meta, chat, calls, events).await;
+        if let Some(log) = &log {
+            let status = match &response {
+                Ok(_) => 200,
+                Err(e) => e.status.as_u16(),
+            };
+            log.done(status, response.as_ref().ok().map(|(_, usage)| usage));
+        }
+        response.map(|(response, _)| response)?
+    };
+    response.extensions_mut().insert(LoggedLater);
+    Ok(response)
 }
 
 impl AppState {
@@ -344,7 +362,7 @@ async fn collect(
     chat: bool,
     calls: Option<ToolFormat>,
     mut events: UnboundedReceiver<EngineEvent>,
-) -> Result<Response, ApiError> {
+) -> Result<(Response, Usage), ApiError> {
     let mut text = String::new();
     while let Some(event) = events.recv().await {
         match event {
@@ -356,7 +374,7 @@ async fn collect(
                 } else {
                     response::text(&meta, &text, finish, &usage)
                 };
-                return Ok(super::json_response(StatusCode::OK, &body));
+                return Ok((super::json_response(StatusCode::OK, &body), usage));
             }
             EngineEvent::Failed { message, .. } => {
                 return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message))

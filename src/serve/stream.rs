@@ -5,6 +5,7 @@
 //! the name first, then the arguments in pieces as the model writes them.
 
 use super::error::ApiError;
+use super::log::Pending;
 use super::response::{self, Finish, Meta, ThinkingSplitter};
 use crate::protocol::EngineEvent;
 use crate::tools::parse::{CallStream, StreamDelta};
@@ -27,6 +28,8 @@ struct Streaming {
     calls: Option<CallStream>,
     /// Calls started so far.
     calls_made: usize,
+    /// The request's log line, written when the answer ends (or the client goes away).
+    log: Option<Pending>,
     /// Events ready to send, oldest first.
     ready: VecDeque<Event>,
     done: bool,
@@ -38,6 +41,7 @@ pub fn respond(
     calls: Option<ToolFormat>,
     include_usage: bool,
     events: UnboundedReceiver<EngineEvent>,
+    log: Option<Pending>,
 ) -> Response {
     let mut state = Streaming {
         events,
@@ -47,6 +51,7 @@ pub fn respond(
         thinking: ThinkingSplitter::default(),
         calls: calls.map(CallStream::new),
         calls_made: 0,
+        log,
         ready: VecDeque::new(),
         done: false,
     };
@@ -90,6 +95,7 @@ impl Streaming {
                     );
                     self.ready.push_back(data(&e.body()));
                     self.done = true;
+                    self.logged(500, None);
                 }
             }
         }
@@ -151,13 +157,22 @@ impl Streaming {
                 }
                 self.ready.push_back(Event::default().data("[DONE]"));
                 self.done = true;
+                self.logged(200, Some(&usage));
             }
             EngineEvent::Failed { message, .. } => {
                 let e = ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message);
                 self.ready.push_back(data(&e.body()));
                 self.done = true;
+                self.logged(500, None);
             }
             EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
+        }
+    }
+
+    /// Writes the request's log line, once.
+    fn logged(&mut self, status: u16, usage: Option<&crate::protocol::Usage>) {
+        if let Some(log) = self.log.take() {
+            log.done(status, usage);
         }
     }
 
@@ -179,5 +194,13 @@ impl Streaming {
             let chunk = response::chat_chunk(&self.meta, delta, None);
             self.ready.push_back(data(&chunk));
         }
+    }
+}
+
+impl Drop for Streaming {
+    /// A client that went away before the end still gets its line (status 499, nginx's
+    /// "client closed request").
+    fn drop(&mut self) {
+        self.logged(499, None);
     }
 }

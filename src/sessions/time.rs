@@ -22,6 +22,18 @@ pub fn format_utc(secs: u64) -> String {
     )
 }
 
+/// `2026-11-30T12:48:17Z` (RFC 3339), for logs.
+pub fn rfc3339_utc(secs: u64) -> String {
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rest = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 /// `20261130-124817`, for ids that sort by time.
 pub fn compact_utc(secs: u64) -> String {
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);

@@ -208,3 +208,68 @@ fn a_key_is_required_when_set_and_off_loopback() {
     // Health stays open, for load balancers.
     assert_eq!(get(&format!("{}/health", server.url)).0, 200);
 }
+
+#[test]
+fn every_request_gets_a_log_line_without_its_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let model = crate::common::real_model(crate::common::SMOLLM2);
+    let server = Server::start_logged(
+        model.as_os_str(),
+        &["--log-format", "json"],
+        std::process::Stdio::from(log),
+    );
+    let chat_url = format!("{}/v1/chat/completions", server.url);
+    let secret = "a secret nobody logs";
+    let body = chat_body(
+        json!([{ "role": "user", "content": secret }]),
+        json!({ "max_tokens": 3, "temperature": 0 }),
+    );
+    let (status, _) = post(&chat_url, &body);
+    assert_eq!(status, 200);
+    let (status, _) = post(&chat_url, &chat_body(json!([]), json!({})));
+    assert_eq!(status, 400);
+    let streamed = chat_body(
+        json!([{ "role": "user", "content": "Hi" }]),
+        json!({ "max_tokens": 2, "stream": true }),
+    );
+    let _ = stream(&chat_url, &streamed);
+    let (status, _) = get(&format!("{}/health", server.url));
+    assert_eq!(status, 200);
+    drop(server);
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let summary: Vec<(&str, &str, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["method"].as_str().unwrap(),
+                l["path"].as_str().unwrap(),
+                l["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let chat = "/v1/chat/completions";
+    assert_eq!(
+        summary,
+        [
+            ("POST", chat, 200),
+            ("POST", chat, 400),
+            ("POST", chat, 200),
+            ("GET", "/health", 200),
+        ],
+        "{text}"
+    );
+    // The answers' own counts, whole and streamed alike.
+    assert!(lines[0]["generated_tokens"].as_u64().unwrap() > 0, "{text}");
+    assert!(lines[2]["generated_tokens"].as_u64().unwrap() > 0, "{text}");
+    assert_eq!(lines[1]["generated_tokens"], 0);
+    assert!(lines[0]["prompt_tokens"].as_u64().unwrap() > 5);
+    assert!(lines[0]["time"].as_str().unwrap().ends_with('Z'));
+}

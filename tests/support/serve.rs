@@ -20,16 +20,27 @@ impl Server {
         Self::start_with(model.as_os_str(), extra)
     }
 
-    /// `model`: what `-m` gets (a path, or a name from a `--config` in `extra`).
+    /// `model`: what `-m` gets (a path, or a name from a `--config` in `extra`). Its request
+    /// log is off, unless `extra` asks for one (then it goes to `stderr`).
     pub fn start_with(model: &std::ffi::OsStr, extra: &[&str]) -> Server {
+        Self::start_logged(model, extra, Stdio::inherit())
+    }
+
+    pub fn start_logged(model: &std::ffi::OsStr, extra: &[&str], stderr: Stdio) -> Server {
+        let quiet: &[&str] = if extra.contains(&"--log-format") {
+            &[]
+        } else {
+            &["--quiet"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_taper"))
             .arg("serve")
             .arg("-m")
             .arg(model)
             .args(["--port", "0", "--threads", "2"])
+            .args(quiet)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start taper serve");
         let stdout = child.stdout.take().expect("stdout");
