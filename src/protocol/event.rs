@@ -41,10 +41,20 @@ pub enum EngineEvent {
         /// Things the user should know (e.g. a built-in chat template is in use).
         notices: Vec<String>,
     },
+    /// The prompt's new tokens read so far (`done` of `total`); `cached` more were reused from
+    /// the cache. Sent once before the first is read, then after each chunk.
     PromptProgress {
         turn_id: u64,
         done: usize,
         total: usize,
+        cached: usize,
+    },
+    /// The answer's first token is out: the engine's own time to it and the prompt's reading
+    /// time, so a client shows the figures the turn will end with, not its own estimates.
+    FirstToken {
+        turn_id: u64,
+        ttft_s: f64,
+        prefill_s: f64,
     },
     Token {
         turn_id: u64,

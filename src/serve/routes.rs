@@ -379,7 +379,9 @@ async fn collect(
             EngineEvent::Failed { message, .. } => {
                 return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message))
             }
-            EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
+            EngineEvent::PromptProgress { .. }
+            | EngineEvent::FirstToken { .. }
+            | EngineEvent::Loaded { .. } => {}
         }
     }
     Err(ApiError::new(

@@ -165,7 +165,9 @@ impl Streaming {
                 self.done = true;
                 self.logged(500, None);
             }
-            EngineEvent::PromptProgress { .. } | EngineEvent::Loaded { .. } => {}
+            EngineEvent::PromptProgress { .. }
+            | EngineEvent::FirstToken { .. }
+            | EngineEvent::Loaded { .. } => {}
         }
     }
 

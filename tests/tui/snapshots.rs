@@ -55,6 +55,7 @@ fn main_screen_mid_answer() {
         turn_id: turn,
         done: 41,
         total: 41,
+        cached: 0,
     });
     h.tokens(turn, &[ANSWER]);
     h.finish(turn, usage(41, 0, 96, StopReason::EndOfTurn));
@@ -63,6 +64,7 @@ fn main_screen_mid_answer() {
         turn_id: turn,
         done: 14,
         total: 14,
+        cached: 0,
     });
     for piece in [
         "A ",

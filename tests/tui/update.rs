@@ -72,6 +72,7 @@ fn tokens_of_the_active_turn_stream_into_the_answer() {
         turn_id: turn,
         done: 12,
         total: 12,
+        cached: 0,
     });
     h.tokens(turn, &["Hel", "lo", "!"]);
     assert_eq!(answers(&h)[0].1, "Hello!");
@@ -88,6 +89,7 @@ fn events_of_a_stale_turn_are_ignored() {
         turn_id: turn + 7,
         done: 1,
         total: 2,
+        cached: 0,
     });
     assert_eq!(answers(&h)[0].1, "");
     assert!(h.state.generating());
@@ -470,4 +472,72 @@ fn a_question_sent_while_the_first_model_loads_is_answered_by_it_after_a_plain_l
         answers(&h),
         vec![(SMOL.to_string(), "Hello".to_string(), AnswerStatus::Done)]
     );
+}
+
+/// The panel's figures mid-answer are the turn's own, and equal to what it ends with: cached
+/// tokens from the first progress event (not the last turn's), the context without the answer
+/// being regenerated, the engine's own time to first token and prompt rate (no jump at the
+/// end), and a new model's panel without the old one's rates.
+#[test]
+fn the_panels_figures_are_right_at_every_frame_of_an_answer() {
+    let mut h = Harness::with_model();
+    let first = h.ask("Hi").turn_id;
+    h.tokens(first, &["Hello", " there"]);
+    h.finish(first, usage(40, 0, 20, StopReason::EndOfTurn));
+    assert_eq!(h.state.stats.cached(), Some(0));
+    assert_eq!(h.state.stats.context_used(), 60);
+
+    let turn = h.ask("And then?").turn_id;
+    assert_eq!(h.state.stats.cached(), None, "not the last turn's figure");
+    h.engine(EngineEvent::PromptProgress {
+        turn_id: turn,
+        done: 0,
+        total: 12,
+        cached: 60,
+    });
+    assert_eq!(h.state.stats.cached(), Some(60));
+    assert_eq!(h.state.stats.context_used(), 72);
+    h.tokens(turn, &["So"]);
+    h.engine(EngineEvent::FirstToken {
+        turn_id: turn,
+        ttft_s: 0.08,
+        prefill_s: 0.05,
+    });
+    h.tokens(turn, &[" it", " goes"]);
+    let live = (
+        h.state.stats.ttft_s(),
+        h.state.stats.prompt_tok_s(),
+        h.state.stats.context_used(),
+    );
+    assert_eq!(live, (Some(0.08), Some(12.0 / 0.05), 75));
+    h.finish(turn, usage(72, 60, 3, StopReason::EndOfTurn));
+    let done = (
+        h.state.stats.ttft_s(),
+        h.state.stats.prompt_tok_s(),
+        h.state.stats.context_used(),
+    );
+    assert_eq!(done, live, "the figures do not jump when the answer ends");
+
+    // Regenerating: the context holds the prompt again, not the answer it replaces.
+    let fx = h.send(ctrl('r'));
+    let again = generate_of(&fx).expect("a request").turn_id;
+    h.engine(EngineEvent::PromptProgress {
+        turn_id: again,
+        done: 0,
+        total: 0,
+        cached: 72,
+    });
+    assert_eq!(h.state.stats.context_used(), 72);
+
+    // Another model: its panel starts without the old model's decode rates.
+    h.finish(again, usage(72, 72, 2, StopReason::EndOfTurn));
+    assert!(!h.state.stats.rates.is_empty());
+    let mut info = h.state.model.loaded.clone().unwrap();
+    info.name = "other".into();
+    h.engine(EngineEvent::Loaded {
+        info,
+        notices: Vec::new(),
+    });
+    assert!(h.state.stats.rates.is_empty());
+    assert_eq!(h.state.stats.decode_tok_s(), None);
 }

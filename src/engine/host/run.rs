@@ -177,7 +177,10 @@ impl Host {
                 connected,
                 &job.request,
                 job.asked,
-                &mut RemoteTurn { job: &job },
+                &mut RemoteTurn {
+                    job: &job,
+                    first_told: false,
+                },
             )
         }));
         self.status.busy.fetch_sub(1, Ordering::SeqCst);
@@ -217,6 +220,7 @@ fn release(backend: &mut Backend) {
 /// A remote turn's progress and text as the job's events; the job's cancel as the stop.
 struct RemoteTurn<'a> {
     job: &'a Job,
+    first_told: bool,
 }
 
 impl TurnObserver for RemoteTurn<'_> {
@@ -229,11 +233,23 @@ impl TurnObserver for RemoteTurn<'_> {
             turn_id: self.job.turn_id(),
             done,
             total,
+            cached: 0,
         });
         Ok(())
     }
 
     fn text(&mut self, piece: &str) -> Result<()> {
+        if !self.first_told {
+            // Measured on arrival, as the remote's usage is: the prompt's time cannot be told
+            // from the network's.
+            self.first_told = true;
+            let ttft_s = crate::stats::secs(self.job.asked.elapsed());
+            self.job.emit(EngineEvent::FirstToken {
+                turn_id: self.job.turn_id(),
+                ttft_s,
+                prefill_s: ttft_s,
+            });
+        }
         self.job.emit(EngineEvent::Token {
             turn_id: self.job.turn_id(),
             text: piece.to_string(),

@@ -308,6 +308,7 @@ impl<'t> Scheduler<'t> {
         };
         let mut observer = SlotObserver::new(&active.job, &mut active.stops);
         let step = decoding.step(logits, slot.prefix.tokens(), &mut observer)?;
+        active.after_token();
         let stop = match step {
             Step::Next(next) if slot.cache.len() < slot.cache.capacity() => {
                 active.next = Some(next);

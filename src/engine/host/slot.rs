@@ -54,6 +54,8 @@ pub struct Active<'t> {
     pub decoding: Option<Decoding<'t>>,
     pub usage: Usage,
     pub prefill_started: Instant,
+    /// `FirstToken` was sent.
+    pub first_told: bool,
     pub stops: StopMatcher,
     /// The grammar the answer is held to, until decoding takes it.
     pub grammar: Option<Grammar>,
@@ -88,6 +90,12 @@ impl<'t> Slot<'t> {
         usage.context_size = self.cache.capacity();
         self.last_used = clock;
         let pending = prompt[reused..].to_vec();
+        job.emit(EngineEvent::PromptProgress {
+            turn_id: job.turn_id(),
+            done: 0,
+            total: pending.len(),
+            cached: reused,
+        });
         self.active = Some(Active {
             read: 0,
             to_read: pending.len(),
@@ -96,6 +104,7 @@ impl<'t> Slot<'t> {
             decoding: None,
             usage,
             prefill_started: Instant::now(),
+            first_told: false,
             stops: StopMatcher::new(job.request.stop.clone()),
             grammar,
             job,
@@ -119,6 +128,7 @@ impl<'t> Active<'t> {
             turn_id: self.job.turn_id(),
             done: self.read,
             total: self.to_read,
+            cached: self.usage.cached_tokens,
         });
     }
 
@@ -133,6 +143,22 @@ impl<'t> Active<'t> {
         };
         let decoding = Decoding::new(Some(tokenizer), &options, self.job.asked, usage);
         self.decoding = Some(decoding.with_grammar(self.grammar.take()));
+    }
+
+    /// After each sampled token: with the first, the engine's time to it.
+    pub fn after_token(&mut self) {
+        let Some(decoding) = &self.decoding else {
+            return;
+        };
+        let usage = &decoding.outcome().usage;
+        if usage.generated_tokens == 1 && !self.first_told {
+            self.first_told = true;
+            self.job.emit(EngineEvent::FirstToken {
+                turn_id: self.job.turn_id(),
+                ttft_s: usage.ttft_s,
+                prefill_s: usage.prefill_s,
+            });
+        }
     }
 
     /// Ends the answer: held-back text out, the ids remembered, the usage sent.

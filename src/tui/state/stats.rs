@@ -1,6 +1,8 @@
-//! Live figures for the stats panel. While a turn runs they are estimated from when events
-//! arrive; when it finishes, the engine's own [`Usage`] (the one definition of the rates, as
-//! `taper ask --stats` prints them) replaces the estimates.
+//! Live figures for the stats panel, right at every frame: while a turn runs, the cached
+//! tokens and the prompt's size come from the engine's progress events, the time to the first
+//! token and the prompt's reading time from the engine's own clock (`FirstToken`), and only
+//! the decode rate is estimated from when tokens arrive; when the turn finishes, the engine's
+//! [`Usage`] (the one definition of the rates, as `taper ask --stats` prints them) takes over.
 
 use crate::protocol::Usage;
 use crate::stats::{rate, secs};
@@ -36,6 +38,11 @@ pub struct TurnStats {
     pub pieces: usize,
     /// When the prompt was last reported done, for the live prompt rate.
     prefill_done_at: Option<Instant>,
+    /// Prompt tokens reused from the cache, as the engine said.
+    pub cached: Option<usize>,
+    /// The engine's time to the first token and the prompt's reading time.
+    engine_ttft_s: Option<f64>,
+    engine_prefill_s: Option<f64>,
     last_sample_at: Option<Instant>,
     pieces_at_last_sample: usize,
 }
@@ -61,15 +68,19 @@ impl LiveStats {
             last_token_at: None,
             pieces: 0,
             prefill_done_at: None,
+            cached: None,
+            engine_ttft_s: None,
+            engine_prefill_s: None,
             last_sample_at: None,
             pieces_at_last_sample: 0,
         });
     }
 
-    pub fn prompt_progress(&mut self, done: usize, total: usize, now: Instant) {
+    pub fn prompt_progress(&mut self, done: usize, total: usize, cached: usize, now: Instant) {
         if let Some(t) = &mut self.turn {
             t.phase = TurnPhase::ReadingPrompt { done, total };
             t.prompt_total = total;
+            t.cached = Some(cached);
             if done >= total {
                 t.prefill_done_at = Some(now);
             }
@@ -88,6 +99,14 @@ impl LiveStats {
             t.last_sample_at = Some(now);
             t.pieces_at_last_sample = t.pieces;
             push_sample(&mut self.rates, sample);
+        }
+    }
+
+    /// The engine's figures at the first token.
+    pub fn first_token(&mut self, ttft_s: f64, prefill_s: f64) {
+        if let Some(t) = &mut self.turn {
+            t.engine_ttft_s = Some(ttft_s);
+            t.engine_prefill_s = Some(prefill_s);
         }
     }
 
@@ -121,7 +140,9 @@ impl LiveStats {
     /// Time to first token: live while generating, else the last turn's.
     pub fn ttft_s(&self) -> Option<f64> {
         match &self.turn {
-            Some(t) => t.first_token_at.map(|f| secs(f - t.submitted)),
+            Some(t) => t
+                .engine_ttft_s
+                .or_else(|| t.first_token_at.map(|f| secs(f - t.submitted))),
             None => self.last.as_ref().map(|u| u.ttft_s),
         }
     }
@@ -129,9 +150,12 @@ impl LiveStats {
     /// Prompt tokens per second: estimated from progress events, else the last turn's.
     pub fn prompt_tok_s(&self) -> Option<f64> {
         match &self.turn {
-            Some(t) => t
-                .prefill_done_at
-                .map(|done_at| rate(t.prompt_total, secs(done_at - t.submitted))),
+            Some(t) => match t.engine_prefill_s {
+                Some(prefill_s) => Some(rate(t.prompt_total, prefill_s)),
+                None => t
+                    .prefill_done_at
+                    .map(|done_at| rate(t.prompt_total, secs(done_at - t.submitted))),
+            },
             None => self.last.as_ref().map(Usage::prefill_tok_s),
         }
     }
@@ -144,12 +168,27 @@ impl LiveStats {
         }
     }
 
-    /// Context positions in use: the last turn's, plus what this turn has added so far.
+    /// Prompt tokens reused from the cache: this turn's once the engine said, else the last
+    /// turn's.
+    pub fn cached(&self) -> Option<usize> {
+        match &self.turn {
+            Some(t) => t.cached,
+            None => self.last.as_ref().map(|u| u.cached_tokens),
+        }
+    }
+
+    /// Context positions in use: this turn's prompt (cached and new) and answer so far once
+    /// the engine has said what it reuses; until then, the last turn's.
     pub fn context_used(&self) -> usize {
         let before = self.last.as_ref().map(Usage::context_used).unwrap_or(0);
         match &self.turn {
-            Some(t) => before + t.prompt_total + t.pieces,
-            None => before,
+            Some(TurnStats {
+                cached: Some(cached),
+                prompt_total,
+                pieces,
+                ..
+            }) => cached + prompt_total + pieces,
+            _ => before,
         }
     }
 }

@@ -335,7 +335,7 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
         keep: 2,
         widget: Widget::Bar(ratio, format!("{:.0}%", ratio * 100.0)),
     });
-    let cached = s.last.as_ref().map(|u| u.cached_tokens);
+    let cached = s.cached();
     rows.push(field(
         2,
         "cached",

@@ -16,7 +16,13 @@ pub(super) fn event(state: &mut State, event: EngineEvent, fx: &mut Vec<Effect>)
             turn_id,
             done,
             total,
-        } if Some(turn_id) == active => state.stats.prompt_progress(done, total, state.now),
+            cached,
+        } if Some(turn_id) == active => state.stats.prompt_progress(done, total, cached, state.now),
+        EngineEvent::FirstToken {
+            turn_id,
+            ttft_s,
+            prefill_s,
+        } if Some(turn_id) == active => state.stats.first_token(ttft_s, prefill_s),
         EngineEvent::Token { turn_id, text } if Some(turn_id) == active => {
             if let Some((message, _)) = state.conversation.answer_mut(turn_id) {
                 message.content.push_str(&text);
@@ -57,7 +63,9 @@ pub(super) fn event(state: &mut State, event: EngineEvent, fx: &mut Vec<Effect>)
             );
         }
         // Progress and tokens of a turn that is no longer active.
-        EngineEvent::PromptProgress { .. } | EngineEvent::Token { .. } => {}
+        EngineEvent::PromptProgress { .. }
+        | EngineEvent::FirstToken { .. }
+        | EngineEvent::Token { .. } => {}
     }
 }
 
@@ -83,8 +91,10 @@ fn loaded(state: &mut State, info: ModelInfo, notices: Vec<String>) {
     for notice in notices {
         state.conversation.push_notice(NoticeLevel::Info, notice);
     }
-    // A new model starts with an empty cache: the last turn's figures no longer apply.
+    // A new model starts with an empty cache: the last turn's figures, and the old model's
+    // decode rates, no longer apply.
     state.stats.last = None;
+    state.stats.rates.clear();
     state.model.loaded = Some(info);
 }
 
