@@ -64,7 +64,7 @@ fn main_screen_mid_answer() {
         turn_id: turn,
         done: 14,
         total: 14,
-        cached: 0,
+        cached: 137,
     });
     for piece in [
         "A ",
