@@ -7,8 +7,8 @@ use crate::engine::gguf::GgufHeader;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::engine::{EngineCommand, EngineHandle};
 use crate::models::resolve;
-use crate::protocol::Usage;
 use crate::protocol::{Constraint, EngineEvent, GenerateRequest, LoadRequest, ModelInfo};
+use crate::protocol::{StopReason, Usage};
 use crate::stats::{self, human_bytes};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -181,6 +181,13 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         }
     };
     writeln!(out)?;
+    if let Some(cut) = usage.stop.and_then(|s| s.cut_short(usage.generated_tokens)) {
+        let raise = match usage.stop {
+            Some(StopReason::ContextFull) => "--ctx-size gives it more room",
+            _ => "-n raises the limit",
+        };
+        eprintln!("taper: the answer was {cut}; {raise}");
+    }
     if usage.dropped_messages > 0 {
         eprintln!(
             "taper: left out the {} oldest messages to fit the context",

@@ -20,6 +20,23 @@ pub enum StopReason {
     StopSequence,
 }
 
+impl StopReason {
+    /// An answer cut short by a limit rather than ended by the model: what happened, for the
+    /// place the user reads the answer (each front end adds how to raise the limit).
+    pub fn cut_short(self, generated: usize) -> Option<String> {
+        match self {
+            StopReason::MaxTokens => Some(format!(
+                "cut at the limit of {generated} token{}, before the model finished",
+                if generated == 1 { "" } else { "s" }
+            )),
+            StopReason::ContextFull => {
+                Some("cut where the context filled up, before the model finished".into())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// What one generation cost. Times are measured by the engine worker.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {

@@ -61,7 +61,15 @@ pub fn to_markdown(s: &Session) -> String {
             (Some(SavedStatus::Failed), None) => {
                 let _ = writeln!(out, "\n*(failed)*");
             }
-            _ => {}
+            _ => {
+                let cut = m
+                    .usage
+                    .as_ref()
+                    .and_then(|u| u.stop?.cut_short(u.generated_tokens));
+                if let Some(cut) = cut {
+                    let _ = writeln!(out, "\n*({cut})*");
+                }
+            }
         }
     }
     out
@@ -119,5 +127,18 @@ mod tests {
         s.messages[1].status = Some(SavedStatus::Stopped);
         let md = to_markdown(&s);
         assert!(md.contains("fn main() {\n```\n\n*(stopped)*\n"), "{md}");
+    }
+
+    #[test]
+    fn an_answer_cut_at_the_token_limit_says_so() {
+        let mut s = sample();
+        if let Some(u) = s.messages[1].usage.as_mut() {
+            u.stop = Some(crate::protocol::StopReason::MaxTokens);
+        }
+        let md = to_markdown(&s);
+        assert!(
+            md.contains("It is 4.\n\n*(cut at the limit of 5 tokens, before the model finished)*"),
+            "{md}"
+        );
     }
 }

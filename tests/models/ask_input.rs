@@ -47,6 +47,14 @@ fn piped_text_beside_a_prompt_is_part_of_it() {
     let notes_only = prompt_tokens(&ask(&["-"], Some(&notes)));
     assert!(with_notes > alone + 300, "{alone} → {with_notes}");
     assert!(notes_only > 300 && notes_only < with_notes, "{notes_only}");
+    // An answer cut at -n says so on stderr, with the flag that raises it.
+    let cut = ask(&["Write a long story."], None);
+    let stderr = String::from_utf8_lossy(&cut.stderr);
+    assert!(
+        stderr.contains("the answer was cut at the limit of 1 token")
+            && stderr.contains("-n raises"),
+        "{stderr}"
+    );
     // An empty pipe leaves the prompt as it was.
     assert_eq!(prompt_tokens(&ask(&["Summarize."], Some(""))), alone);
 }

@@ -243,3 +243,18 @@ fn sessions_list() {
     let terminal = draw(&mut h, 120, 30);
     insta::assert_snapshot!("sessions_confirm_delete", terminal.backend());
 }
+
+#[test]
+fn an_answer_cut_at_the_token_limit_is_marked_with_how_to_raise_it() {
+    let mut h = Harness::with_model();
+    let turn = h.ask("Tell me a story").turn_id;
+    h.tokens(turn, &["Once upon"]);
+    h.finish(turn, usage(10, 0, 2, StopReason::MaxTokens));
+    let terminal = draw(&mut h, 120, 30);
+    let buffer = terminal.backend().buffer();
+    let screen: String = buffer.content().iter().map(|c| c.symbol()).collect();
+    assert!(
+        screen.contains("✂ cut at the limit of 2 tokens") && screen.contains("Ctrl+S raises"),
+        "{screen}"
+    );
+}

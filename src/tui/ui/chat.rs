@@ -218,6 +218,18 @@ fn answer_lines(
         }
     }
     lines.extend(text);
+    let cut = answer
+        .usage
+        .as_ref()
+        .and_then(|u| u.stop?.cut_short(u.generated_tokens));
+    if let Some(cut) = cut.filter(|_| answer.status == AnswerStatus::Done) {
+        let mut w = Wrapper::new(width);
+        w.text(
+            &format!("✂ {cut} · Ctrl+S raises max tokens"),
+            theme::warning(),
+        );
+        lines.extend(w.finish());
+    }
     if let Some(error) = &answer.error {
         let mut w = Wrapper::new(width);
         w.set_prefix(
