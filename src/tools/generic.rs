@@ -54,18 +54,25 @@ pub fn conversation(messages: &[Message], tools: Option<&ToolSet>) -> Vec<Messag
     out
 }
 
-/// An assistant's calls, as the JSON object the generic form asks for.
+/// An assistant's calls, as the JSON object the generic form asks for, written exactly as its
+/// grammar makes the model write it (`", "` and `": "` between items, the arguments as the
+/// model wrote them): the model's own answer renders back to its own tokens, and the next
+/// turn of a tool loop reuses the cache up to the tool's result.
 fn calls_json(m: &Message) -> String {
-    let calls: Vec<Value> = m
+    let calls: Vec<String> = m
         .tool_calls
         .iter()
         .map(|call| {
-            let arguments = serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::from(call.arguments.as_str()));
-            json!({ "name": call.name, "arguments": arguments })
+            let name = Value::from(call.name.as_str()).to_string();
+            let arguments = call.arguments.trim();
+            let arguments = match serde_json::from_str::<Value>(arguments) {
+                Ok(Value::Object(_)) => arguments.to_string(),
+                _ => Value::from(arguments).to_string(),
+            };
+            format!("{{\"name\": {name}, \"arguments\": {arguments}}}")
         })
         .collect();
-    json!({ "tool_calls": calls }).to_string()
+    format!("{{\"tool_calls\": [{}]}}", calls.join(", "))
 }
 
 /// The system message's part about tools: what they are and how to answer.
@@ -144,7 +151,7 @@ mod tests {
         assert!(out[0].content.contains("\"name\":\"get_weather\""));
         assert_eq!(
             out[2].content,
-            r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}},{"name":"get_weather","arguments":{"city":"Oslo"}}]}"#
+            r#"{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Oslo"}}]}"#
         );
         assert_eq!(out[3].content.lines().count(), 2);
         assert!(out[3].content.contains("\"content\":\"4 C\""));
