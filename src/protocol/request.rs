@@ -54,6 +54,10 @@ pub enum Constraint {
     Lark(String),
     /// A regular expression the whole answer matches.
     Regex(String),
+    /// A lazy grammar: the answer is free until its text holds `trigger` (a model's tool-call
+    /// marker); from the trigger's first byte on, the rest of the answer matches `lark`
+    /// (llguidance's Lark syntax), so a model may answer in prose or call a tool.
+    Triggered { trigger: String, lark: String },
 }
 
 impl Constraint {
@@ -64,6 +68,7 @@ impl Constraint {
             Constraint::JsonSchema(_) => "the JSON schema",
             Constraint::Lark(_) => "the grammar",
             Constraint::Regex(_) => "the regular expression",
+            Constraint::Triggered { .. } => "the tool-call grammar",
         }
     }
 }

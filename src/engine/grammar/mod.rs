@@ -40,6 +40,7 @@ impl Grammars {
             }
             Constraint::Lark(lark) => TopLevelGrammar::from_lark(lark.clone()),
             Constraint::Regex(rx) => TopLevelGrammar::from_regex(rx),
+            Constraint::Triggered { lark, .. } => TopLevelGrammar::from_lark(lark.clone()),
         };
         let parser = self
             .factory

@@ -32,6 +32,9 @@ pub enum NoticeLevel {
     Error,
 }
 
+// Nearly every entry is a message: boxing it to spare the few notices some bytes would cost
+// every message an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryBody {
     /// A user or assistant message; assistant messages carry their [`Answer`].
