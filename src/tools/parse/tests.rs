@@ -267,10 +267,29 @@ const CASES: &[Case] = &[
         "{\"tool_calls\": [{\"arguments\": {}}]}",
         &[],
     ),
+    case(Generic, "{\"response\": \"hi\"} and more", "hi", &[]),
     case(
         Generic,
-        "{\"response\": \"hi\"} and more",
-        "{\"response\": \"hi\"} and more",
+        " { \"response\" :\"\\ud83d\\ude00 \\u00e9\\t\\/ \\ud800!\"}",
+        "\u{1f600} \u{e9}\t/ \u{fffd}!",
+        &[],
+    ),
+    case(
+        Generic,
+        "{\"response\": \"Cut short \\u00",
+        "Cut short ",
+        &[],
+    ),
+    case(
+        Generic,
+        "{\"response\": \"bad \\q escape\"}",
+        "bad ",
+        &[],
+    ),
+    case(
+        Generic,
+        "{\"responses\": \"x\"}",
+        "{\"responses\": \"x\"}",
         &[],
     ),
 ];
@@ -397,6 +416,21 @@ fn prose_streams_at_once_but_a_possible_marker_waits() {
                 text: "{}".into()
             },
         ]
+    );
+    assert_eq!(stream.finish(), vec![]);
+}
+
+#[test]
+fn a_generic_response_streams_as_it_comes() {
+    let mut stream = CallStream::new(Generic);
+    assert_eq!(stream.push("{\"response\": "), vec![]);
+    assert_eq!(
+        stream.push("\"It is \\u00"),
+        vec![StreamDelta::Content("It is".into())]
+    );
+    assert_eq!(
+        stream.push("e9t\u{e9}.\"}"),
+        vec![StreamDelta::Content(" \u{e9}t\u{e9}.".into())]
     );
     assert_eq!(stream.finish(), vec![]);
 }
