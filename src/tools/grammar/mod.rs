@@ -74,6 +74,8 @@ struct Layout {
     separator: &'static str,
     /// Around one call's arguments, given the tool's name.
     call: fn(&str) -> (String, String),
+    /// Lark between the text before the arguments and the arguments (Mistral's id).
+    before_arguments: &'static str,
     /// The arguments in Gemma's own syntax rather than JSON, strings between this marker.
     gemma_quote: Option<&'static str>,
 }
@@ -96,6 +98,7 @@ fn plain(
         close,
         separator,
         call,
+        before_arguments: "",
         gemma_quote: None,
     }
 }
@@ -145,9 +148,13 @@ fn layouts(format: ToolFormat, auto: bool) -> Vec<Layout> {
             plain("[TOOL_CALLS][", "]", ", ", |name| {
                 json_call(name, "arguments")
             }),
-            plain("", "", "", |name| {
-                (format!("[TOOL_CALLS]{name}[ARGS]"), String::new())
-            }),
+            // Mistral Small 3.2 writes an id before the arguments.
+            Layout {
+                before_arguments: r#"("[CALL_ID]" /[A-Za-z0-9]{9}/)? "[ARGS]""#,
+                ..plain("", "", "", |name| {
+                    (format!("[TOOL_CALLS]{name}"), String::new())
+                })
+            },
         ],
         ToolFormat::Generic => vec![plain("{\"tool_calls\": [", "]}", ", ", |name| {
             json_call(name, "arguments")
@@ -185,7 +192,11 @@ fn calls_rule(
                 None => lark::json(&tool.parameters),
             };
             let rule = format!("{name}_call{i}");
-            let mut body = vec![literal(&before), arguments];
+            let mut body = vec![literal(&before)];
+            if !layout.before_arguments.is_empty() {
+                body.push(layout.before_arguments.to_string());
+            }
+            body.push(arguments);
             if !after.is_empty() {
                 body.push(literal(&after));
             }

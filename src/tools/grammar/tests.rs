@@ -161,7 +161,7 @@ const SAMPLES: &[Sample] = &[
     },
     Sample {
         format: Mistral,
-        valid: "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 1}[TOOL_CALLS]get_time[ARGS]{}",
+        valid: "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 1}[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{}",
         calls: &[
             ("get_weather", r#"{"city": "Paris", "days": 1}"#),
             ("get_time", "{}"),

@@ -1,12 +1,14 @@
 //! Mistral's calls: `[TOOL_CALLS]` then either a JSON array of call objects (Mistral Nemo,
 //! Small 3) or, in the newer templates (Ministral 3, Devstral), `NAME[ARGS]{…}` with a marker
-//! before each call. No closing marker: a call ends where its JSON does.
+//! before each call (Small 3.2: `NAME[CALL_ID]ID[ARGS]{…}`). No closing marker: a call ends
+//! where its JSON does.
 
 use super::json::{self, Extent};
 use super::{marker_prefix_len, tagged, ParsedCall, Piece};
 
 const MARKER: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";
+const CALL_ID: &str = "[CALL_ID]";
 
 /// What follows one `[TOOL_CALLS]`.
 enum After {
@@ -66,7 +68,22 @@ fn calls_after(text: &str) -> After {
         .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
         .unwrap_or(text.len());
     let name = &text[..name_end];
-    let rest = &text[name_end..];
+    if name_end == text.len() {
+        return After::Open;
+    }
+    if name.is_empty() {
+        return After::Prose;
+    }
+    let mut rest = &text[name_end..];
+    // Mistral Small 3.2 writes an id between the name and the arguments.
+    if let Some(id) = rest.strip_prefix(CALL_ID) {
+        let id_end = id
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(id.len());
+        rest = &id[id_end..];
+    } else if rest.len() < CALL_ID.len() && CALL_ID.starts_with(rest) {
+        return After::Open;
+    }
     if rest.len() < ARGS.len() {
         return if ARGS.starts_with(rest) {
             After::Open
@@ -74,16 +91,13 @@ fn calls_after(text: &str) -> After {
             After::Prose
         };
     }
-    let Some(arguments) = rest.strip_prefix(ARGS) else {
+    let Some(value) = rest.strip_prefix(ARGS) else {
         return After::Prose;
     };
-    if name.is_empty() {
-        return After::Prose;
-    }
-    match json::value_end(arguments) {
-        Extent::Complete(end) => match json::arguments_text(Some(&arguments[..end])) {
+    match json::value_end(value) {
+        Extent::Complete(end) => match json::arguments_text(Some(&value[..end])) {
             Some(arguments) => {
-                let used = name_end + ARGS.len() + end;
+                let used = text.len() - value.len() + end;
                 After::Calls(
                     vec![ParsedCall {
                         name: name.to_string(),

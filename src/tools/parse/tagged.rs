@@ -61,14 +61,18 @@ pub fn scan(tags: &Tags, text: &str, at_end: bool) -> Vec<Piece> {
             return pieces;
         };
         pieces.push(Piece::Text(rest[..open].to_string()));
-        let inside = &rest[open + tags.open.len()..];
-        let (body, end) = match inside.find(tags.close) {
-            Some(close) => (
-                &inside[..close],
-                open + tags.open.len() + close + tags.close.len(),
-            ),
-            None if at_end => (inside, rest.len()),
-            None => return pieces,
+        let start = open + tags.open.len();
+        let inside = &rest[start..];
+        // A call left unclosed before the next one ends where the next begins.
+        let next = inside.find(tags.open);
+        let close = inside
+            .find(tags.close)
+            .filter(|&close| next.is_none_or(|next| close < next));
+        let (body, end) = match (close, next) {
+            (Some(close), _) => (&inside[..close], start + close + tags.close.len()),
+            (None, Some(next)) => (&inside[..next], start + next),
+            (None, None) if at_end => (inside, rest.len()),
+            (None, None) => return pieces,
         };
         match (tags.body)(body) {
             Some(calls) => pieces.extend(calls.into_iter().map(Piece::Call)),

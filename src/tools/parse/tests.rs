@@ -71,6 +71,12 @@ const CASES: &[Case] = &[
         &[("f", "{}")],
     ),
     case(Hermes, "No calls here.\n", "No calls here.\n", &[]),
+    case(
+        Hermes,
+        "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>",
+        "",
+        &[("a", "{}"), ("b", "{}")],
+    ),
     // SmolLM3: no new lines inside the markers.
     case(
         SmolLm3,
@@ -229,6 +235,12 @@ const CASES: &[Case] = &[
         "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {]",
         "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {]",
         &[],
+    ),
+    case(
+        Mistral,
+        "[TOOL_CALLS]special_function[CALL_ID]000000001[ARGS]{\"arg1\": 1}[TOOL_CALLS]other[CALL_ID]000000002[ARGS]{}",
+        "",
+        &[("special_function", r#"{"arg1": 1}"#), ("other", "{}")],
     ),
     case(
         Mistral,
