@@ -14,7 +14,7 @@ pub const FUNCTION_GEMMA_QUOTE: &str = "<escape>";
 /// The rule expression of an arguments object valid for `schema`.
 pub fn object(rules: &mut Rules, quote: &str, schema: &Value) -> String {
     shared_rules(rules, quote);
-    let writer = Writer { quote };
+    let writer = Writer { quote, rules };
     writer.object(schema)
 }
 
@@ -25,11 +25,23 @@ fn shared_rules(rules: &mut Rules, quote: &str) {
     }
     let q = literal(quote);
     let inner = regex_escape(quote);
-    // A string is one terminal, markers included: its text is anything without the marker.
+    // Written as text, a string is one terminal, markers included (its text is anything
+    // without the marker); a terminal cannot hold a special token, so a model whose quote is
+    // one gets its own alternative.
     rules.add(
         "G_STRING",
         &format!("{q} (/(?s:.*)/ & ~/(?s:.*){inner}(?s:.*)/) {q}"),
     );
+    match rules.special(quote) {
+        Some(id) => {
+            rules.add("G_TEXT", &format!("/(?s:.+)/ & ~/(?s:.*){inner}(?s:.*)/"));
+            rules.add(
+                "g_string",
+                &format!("G_STRING | <[{id}]> <[{id}]> | <[{id}]> G_TEXT <[{id}]>"),
+            );
+        }
+        None => rules.add("g_string", "G_STRING"),
+    }
     rules.add("G_INT", r"/-?(0|[1-9][0-9]*)/");
     rules.add(
         "G_NUMBER",
@@ -38,7 +50,7 @@ fn shared_rules(rules: &mut Rules, quote: &str) {
     rules.add("G_KEY", r"/[A-Za-z_][A-Za-z0-9_]*/");
     rules.add(
         "g_value",
-        r#"G_STRING | G_NUMBER | "true" | "false" | "null" | g_object | g_array"#,
+        r#"g_string | G_NUMBER | "true" | "false" | "null" | g_object | g_array"#,
     );
     rules.add(
         "g_object",
@@ -47,11 +59,12 @@ fn shared_rules(rules: &mut Rules, quote: &str) {
     rules.add("g_array", r#""[" "]" | "[" g_value ("," g_value)* "]""#);
 }
 
-struct Writer<'a> {
+struct Writer<'a, 'r> {
     quote: &'a str,
+    rules: &'a Rules<'r>,
 }
 
-impl Writer<'_> {
+impl Writer<'_, '_> {
     fn value(&self, schema: &Value) -> String {
         let Some(map) = schema.as_object() else {
             return "g_value".into();
@@ -85,7 +98,7 @@ impl Writer<'_> {
 
     fn typed(&self, kind: &str, schema: &Value) -> String {
         match kind {
-            "string" => "G_STRING".into(),
+            "string" => "g_string".into(),
             "integer" => "G_INT".into(),
             "number" => "G_NUMBER".into(),
             "boolean" => r#"("true" | "false")"#.into(),
@@ -136,7 +149,7 @@ impl Writer<'_> {
     /// A value written as it is in a call: strings between the quote markers.
     fn constant(&self, value: &Value) -> String {
         match value {
-            Value::String(s) => literal(&format!("{}{s}{}", self.quote, self.quote)),
+            Value::String(s) => self.rules.text(&format!("{}{s}{}", self.quote, self.quote)),
             Value::Array(_) | Value::Object(_) => "g_value".into(),
             other => literal(&other.to_string()),
         }

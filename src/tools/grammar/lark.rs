@@ -42,13 +42,70 @@ pub fn json(schema: &Value) -> String {
     format!("%json {schema}")
 }
 
-/// A grammar's rules, in the order added, each name once.
-#[derive(Default)]
-pub struct Rules {
+/// Every family's markers: the strings a model's vocabulary may hold as one special token.
+const MARKERS: &[&str] = &[
+    "<tool_call>",
+    "</tool_call>",
+    "<|python_tag|>",
+    "<|tool_call|>",
+    "<|/tool_call|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|\"|>",
+    "<start_function_call>",
+    "<end_function_call>",
+    "<escape>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+];
+
+/// The id of the special token a marker is in a model's vocabulary, if it is one.
+pub type Special<'a> = &'a dyn Fn(&str) -> Option<u32>;
+
+/// A grammar's rules, in the order added, each name once; and the model's special tokens,
+/// which a grammar must name (a literal only matches text, and a model writes its markers
+/// as their special tokens).
+pub struct Rules<'a> {
     rules: Vec<(String, String)>,
+    special: Special<'a>,
 }
 
-impl Rules {
+impl<'a> Rules<'a> {
+    pub fn new(special: Special<'a>) -> Self {
+        Self {
+            rules: Vec::new(),
+            special,
+        }
+    }
+
+    /// The special token `marker` is, if it is one.
+    pub fn special(&self, marker: &str) -> Option<u32> {
+        (self.special)(marker)
+    }
+
+    /// Lark matching `text`, where each marker that is a special token may also be that
+    /// token (as text it still matches: a triggered grammar reads its trigger as text).
+    pub fn text(&self, text: &str) -> String {
+        let found = MARKERS
+            .iter()
+            .filter_map(|m| Some((text.find(m)?, m, self.special(m)?)))
+            .min_by_key(|(at, m, _)| (*at, usize::MAX - m.len()));
+        let Some((at, marker, id)) = found else {
+            return literal(text);
+        };
+        let mut parts = Vec::new();
+        if at > 0 {
+            parts.push(literal(&text[..at]));
+        }
+        parts.push(format!("({} | <[{id}]>)", literal(marker)));
+        let rest = &text[at + marker.len()..];
+        if !rest.is_empty() {
+            parts.push(self.text(rest));
+        }
+        parts.join(" ")
+    }
+
     /// Adds `name: body` unless a rule of that name is there already (shared rules are
     /// added by whoever needs them first).
     pub fn add(&mut self, name: &str, body: &str) {
@@ -62,7 +119,7 @@ impl Rules {
     }
 
     /// The grammar's text, `start` first.
-    pub fn text(&self) -> String {
+    pub fn grammar(&self) -> String {
         let mut out = String::new();
         let (start, rest): (Vec<_>, Vec<_>) = self.rules.iter().partition(|(n, _)| n == "start");
         for (name, body) in start.into_iter().chain(rest) {

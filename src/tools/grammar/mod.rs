@@ -13,7 +13,6 @@ mod tests;
 
 use super::ToolFormat;
 use crate::protocol::{Constraint, Tool, ToolChoice, ToolSet};
-use lark::literal;
 
 /// The constraint for an answer to a request with `tools`; None when the answer is free
 /// (`tool_choice` none, no tools, or a named tool the request does not have, which the
@@ -23,6 +22,18 @@ use lark::literal;
 /// ([`Constraint::Triggered`]), or, for [`ToolFormat::Generic`], the answer is the JSON
 /// object with either calls or a response.
 pub fn constraint(format: ToolFormat, tools: &ToolSet) -> Option<Constraint> {
+    constraint_with(format, tools, &|_| None)
+}
+
+/// [`constraint`] for a model whose vocabulary holds markers as special tokens: `special`
+/// gives the id of the one a marker (`<|tool_call>`, `[ARGS]`, …) is, and the grammar then
+/// allows that token where the marker goes (besides the marker's text), so the model writes
+/// it as it was taught.
+pub fn constraint_with(
+    format: ToolFormat,
+    tools: &ToolSet,
+    special: &dyn Fn(&str) -> Option<u32>,
+) -> Option<Constraint> {
     let callable: Vec<&Tool> = match &tools.choice {
         ToolChoice::None => return None,
         ToolChoice::Named(name) => tools.tools.iter().filter(|t| &t.name == name).collect(),
@@ -37,9 +48,11 @@ pub fn constraint(format: ToolFormat, tools: &ToolSet) -> Option<Constraint> {
         && format != ToolFormat::Llama3;
     let auto = tools.choice == ToolChoice::Auto;
     if format == ToolFormat::Generic {
-        return Some(Constraint::Lark(generic(&callable, parallel, auto)));
+        return Some(Constraint::Lark(generic(
+            &callable, parallel, auto, special,
+        )));
     }
-    let lark = calls_grammar(format, &callable, parallel, auto);
+    let lark = calls_grammar(format, &callable, parallel, auto, special);
     Some(match trigger(format) {
         Some(trigger) if auto => Constraint::Triggered {
             trigger: trigger.to_string(),
@@ -75,7 +88,7 @@ struct Layout {
     /// Around one call's arguments, given the tool's name.
     call: fn(&str) -> (String, String),
     /// Lark between the text before the arguments and the arguments (Mistral's id).
-    before_arguments: &'static str,
+    before_arguments: Option<fn(&lark::Rules) -> String>,
     /// The arguments in Gemma's own syntax rather than JSON, strings between this marker.
     gemma_quote: Option<&'static str>,
 }
@@ -98,7 +111,7 @@ fn plain(
         close,
         separator,
         call,
-        before_arguments: "",
+        before_arguments: None,
         gemma_quote: None,
     }
 }
@@ -150,7 +163,10 @@ fn layouts(format: ToolFormat, auto: bool) -> Vec<Layout> {
             }),
             // Mistral Small 3.2 writes an id before the arguments.
             Layout {
-                before_arguments: r#"("[CALL_ID]" /[A-Za-z0-9]{9}/)? "[ARGS]""#,
+                before_arguments: Some(|rules| {
+                    let (id, args) = (rules.text("[CALL_ID]"), rules.text("[ARGS]"));
+                    format!("({id} /[A-Za-z0-9]{{9}}/)? {args}")
+                }),
                 ..plain("", "", "", |name| {
                     (format!("[TOOL_CALLS]{name}"), String::new())
                 })
@@ -163,15 +179,21 @@ fn layouts(format: ToolFormat, auto: bool) -> Vec<Layout> {
 }
 
 /// The grammar of an answer that is nothing but calls in `format`'s syntax.
-fn calls_grammar(format: ToolFormat, tools: &[&Tool], parallel: bool, auto: bool) -> String {
-    let mut rules = lark::Rules::default();
+fn calls_grammar(
+    format: ToolFormat,
+    tools: &[&Tool],
+    parallel: bool,
+    auto: bool,
+    special: lark::Special,
+) -> String {
+    let mut rules = lark::Rules::new(special);
     let forms: Vec<String> = layouts(format, auto)
         .iter()
         .enumerate()
         .map(|(i, layout)| calls_rule(&mut rules, &format!("form{i}"), layout, tools, parallel))
         .collect();
     rules.add("start", &forms.join(" | "));
-    rules.text()
+    rules.grammar()
 }
 
 /// Adds the rules of one layout's list of calls, named `name`; returns its name.
@@ -192,13 +214,13 @@ fn calls_rule(
                 None => lark::json(&tool.parameters),
             };
             let rule = format!("{name}_call{i}");
-            let mut body = vec![literal(&before)];
-            if !layout.before_arguments.is_empty() {
-                body.push(layout.before_arguments.to_string());
+            let mut body = vec![rules.text(&before)];
+            if let Some(between) = layout.before_arguments {
+                body.push(between(rules));
             }
             body.push(arguments);
             if !after.is_empty() {
-                body.push(literal(&after));
+                body.push(rules.text(&after));
             }
             rules.add(&rule, &body.join(" "));
             rule
@@ -208,39 +230,39 @@ fn calls_rule(
     rules.add(&call, &calls.join(" | "));
     let mut body = Vec::new();
     if !layout.open.is_empty() {
-        body.push(literal(layout.open));
+        body.push(rules.text(layout.open));
     }
     body.push(call.clone());
     if parallel {
         let separator = if layout.separator.is_empty() {
             String::new()
         } else {
-            format!("{} ", literal(layout.separator))
+            format!("{} ", rules.text(layout.separator))
         };
         body.push(format!("({separator}{call})*"));
     }
     if !layout.close.is_empty() {
-        body.push(literal(layout.close));
+        body.push(rules.text(layout.close));
     }
     rules.add(name, &body.join(" "));
     name.to_string()
 }
 
 /// The generic form: one JSON object with the calls, or (in `auto`) with a response.
-fn generic(tools: &[&Tool], parallel: bool, auto: bool) -> String {
-    let mut rules = lark::Rules::default();
+fn generic(tools: &[&Tool], parallel: bool, auto: bool, special: lark::Special) -> String {
+    let mut rules = lark::Rules::new(special);
     let layout = layouts(ToolFormat::Generic, auto).remove(0);
     let calls = calls_rule(&mut rules, "calls", &layout, tools, parallel);
     let start = if auto {
         let response = lark::json(&serde_json::json!({"type": "string"}));
         format!(
             "{calls} | {} {response} {}",
-            literal("{\"response\": "),
-            literal("}")
+            lark::literal("{\"response\": "),
+            lark::literal("}")
         )
     } else {
         calls
     };
     rules.add("start", &start);
-    rules.text()
+    rules.grammar()
 }

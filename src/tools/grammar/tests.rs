@@ -9,6 +9,8 @@ use crate::tools::parse::{parse, ParsedCall};
 use serde_json::{json, Value};
 use ToolFormat::*;
 
+const GEMMA_QUOTE: &str = "<|\"|>";
+
 fn tool(name: &str, parameters: Value) -> Tool {
     Tool {
         name: name.into(),
@@ -62,9 +64,14 @@ impl Setup {
     /// Whether the grammar takes all of `text` (from the trigger on, for a triggered one),
     /// each token allowed by its mask, and is complete after it.
     fn accepts(&self, constraint: &Constraint, text: &str) -> bool {
+        self.accepts_ids(constraint, &self.tokenizer.encode(text).unwrap())
+    }
+
+    /// [`Setup::accepts`] for tokens.
+    fn accepts_ids(&self, constraint: &Constraint, ids: &[u32]) -> bool {
         let mut grammar = self.start(constraint);
         let mut logits = vec![0.0; self.tokenizer.vocab_size()];
-        for id in self.tokenizer.encode(text).unwrap() {
+        for &id in ids {
             logits.fill(0.0);
             grammar.mask(&mut logits).unwrap();
             if !logits[id as usize].is_finite() || grammar.accept(id).is_err() {
@@ -420,4 +427,44 @@ fn what_each_grammar_writes_parses_back_to_valid_calls() {
             }
         }
     }
+}
+
+/// The test vocabulary's one special token that is not the end of a turn, standing in for a
+/// model's marker token.
+const MARKER_TOKEN: u32 = 261;
+
+#[test]
+fn a_marker_that_is_a_special_token_may_be_written_as_that_token_or_as_text() {
+    let s = setup();
+    let tools = weather_and_time(ToolChoice::Required, true);
+    let special = |m: &str| (m == "<tool_call>").then_some(MARKER_TOKEN);
+    let c = constraint_with(Hermes, &tools, &special).unwrap();
+    let rest = "\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+    let mut ids = vec![MARKER_TOKEN];
+    ids.extend(s.tokenizer.encode(rest).unwrap());
+    assert!(s.accepts_ids(&c, &ids));
+    assert!(s.accepts(&c, &format!("<tool_call>{rest}")));
+}
+
+#[test]
+fn a_gemma_quote_that_is_a_special_token_delimits_strings() {
+    let s = setup();
+    let tools = weather_and_time(ToolChoice::Required, true);
+    let special = |m: &str| (m == GEMMA_QUOTE).then_some(MARKER_TOKEN);
+    let c = constraint_with(Gemma4, &tools, &special).unwrap();
+    let encode = |t: &str| s.tokenizer.encode(t).unwrap();
+    let mut ids = encode("<|tool_call>call:get_weather{city:");
+    ids.push(MARKER_TOKEN);
+    ids.extend(encode("Paris <b>"));
+    ids.push(MARKER_TOKEN);
+    ids.extend(encode(",days:2}<tool_call|>"));
+    assert!(s.accepts_ids(&c, &ids));
+    assert!(s.accepts(
+        &c,
+        "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
+    ));
+    // An integer is no string, in either form.
+    let mut ids = encode("<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,days:");
+    ids.push(MARKER_TOKEN);
+    assert!(!s.accepts_ids(&c, &ids));
 }
