@@ -120,7 +120,13 @@ impl ModelText {
         if tools.tools.is_empty() {
             return None;
         }
-        grammar::constraint(self.template.tool_format(), tools)
+        // Markers the vocabulary holds as control tokens (Gemma 4's `<|tool_call>`, Mistral's
+        // `[TOOL_CALLS]`) are allowed as those tokens, as the model was taught to write them.
+        let special = |marker: &str| {
+            let id = self.tokenizer.token_to_id(marker)?;
+            self.tokenizer.is_control(id).then_some(id)
+        };
+        grammar::constraint_with(self.template.tool_format(), tools, &special)
     }
 
     /// `text` as is, no template (base models): BOS when the model wants one.
