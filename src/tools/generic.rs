@@ -5,7 +5,7 @@
 //! assistant turns that every template can render.
 
 use crate::chat::{Message, Role};
-use crate::protocol::{ToolChoice, ToolSet};
+use crate::protocol::ToolSet;
 use serde_json::{json, Value};
 
 /// The conversation as a template without tools renders it: the tools (when offered)
@@ -89,17 +89,11 @@ fn describe(tools: &ToolSet) -> String {
             .to_string()
         })
         .collect();
-    let how = match &tools.choice {
-        ToolChoice::Required | ToolChoice::Named(_) => {
-            "Answer with a JSON object that calls tools: \
-             {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<its arguments>}}]}."
-        }
-        _ => {
-            "Answer with a JSON object: to call tools, \
-             {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<its arguments>}}]}; \
-             to answer the user directly, {\"response\": \"<your answer>\"}."
-        }
-    };
+    // The same words whatever the request's tool_choice (its grammar does the choosing): a
+    // tool loop whose turns choose differently keeps its cached prompt.
+    let how = "Answer with a JSON object: to call tools, \
+         {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<its arguments>}}]}; \
+         to answer the user directly, {\"response\": \"<your answer>\"}.";
     format!(
         "You can call these tools:\n{}\n\n{how} A tool's result comes back as \
          {{\"tool_response\": {{...}}}}.",
@@ -111,7 +105,7 @@ fn describe(tools: &ToolSet) -> String {
 mod tests {
     use super::*;
     use crate::chat::ToolCall;
-    use crate::protocol::Tool;
+    use crate::protocol::{Tool, ToolChoice};
 
     fn weather() -> ToolSet {
         ToolSet {

@@ -38,14 +38,17 @@ ASK = [{"role": "user", "content": "What is the weather like in Paris today?"}]
 
 
 def ask(seed, tool_choice, messages=ASK, **extra):
+    # One call an answer: with parallel calls allowed a 135M model may go on calling until
+    # max_tokens cuts it off.
     return client.chat.completions.create(
         model=model_id,
         messages=messages,
-        max_tokens=80,
+        max_tokens=120,
         temperature=0.9,
         seed=seed,
         tools=TOOLS,
         tool_choice=tool_choice,
+        parallel_tool_calls=False,
         **extra,
     )
 
