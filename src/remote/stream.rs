@@ -156,11 +156,14 @@ fn read_stream(target: &RemoteTarget, body: &str, tx: &SyncSender<Arrival>) {
 /// the HTTP library's chunk decoder failing, which says nothing to a user.
 fn why(e: &std::io::Error) -> String {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionReset, InvalidData, UnexpectedEof};
-    match e.kind() {
-        UnexpectedEof | ConnectionReset | ConnectionAborted | InvalidData => {
-            "the connection closed before the answer was complete".into()
-        }
-        _ => chunk::one_line(&e.to_string(), 120),
+    let closed = matches!(
+        e.kind(),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | InvalidData
+    ) || e.to_string().contains("chunk");
+    if closed {
+        "the connection closed before the answer was complete".into()
+    } else {
+        chunk::one_line(&e.to_string(), 120)
     }
 }
 

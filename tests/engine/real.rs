@@ -61,7 +61,7 @@ fn turn(
                 text.push_str(&t);
             }
             Some(EngineEvent::Finished { usage, .. }) => return (text, usage),
-            Some(EngineEvent::PromptProgress { .. }) => {}
+            Some(EngineEvent::PromptProgress { .. } | EngineEvent::FirstToken { .. }) => {}
             other => panic!("generation failed: {other:?}"),
         }
     }
@@ -203,7 +203,7 @@ fn cancel_stops_within_a_token() {
                 );
                 break;
             }
-            Some(EngineEvent::PromptProgress { .. }) => {}
+            Some(EngineEvent::PromptProgress { .. } | EngineEvent::FirstToken { .. }) => {}
             other => panic!("{other:?}"),
         }
     }
@@ -277,7 +277,11 @@ fn a_turn_cancelled_before_it_starts_ends_cancelled_and_the_next_runs() {
             Some(EngineEvent::Finished {
                 turn_id: 10, usage, ..
             }) => break usage,
-            Some(EngineEvent::Token { turn_id: 10, .. } | EngineEvent::PromptProgress { .. }) => {}
+            Some(
+                EngineEvent::Token { turn_id: 10, .. }
+                | EngineEvent::PromptProgress { .. }
+                | EngineEvent::FirstToken { .. },
+            ) => {}
             other => panic!("{other:?}"),
         }
     };

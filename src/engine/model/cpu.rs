@@ -25,8 +25,10 @@ pub enum Forced {
     Exact,
 }
 
-/// The values `TAPER_KERNELS` takes.
-pub const FORCED_NAMES: [&str; 5] = ["scalar", "avx2", "avx-vnni", "candle", "exact"];
+/// The values `TAPER_KERNELS` takes (`best` and `default`, like unset, mean the best path).
+pub const FORCED_NAMES: [&str; 7] = [
+    "best", "default", "scalar", "avx2", "avx-vnni", "candle", "exact",
+];
 
 /// A set `TAPER_KERNELS` that names no path, as a sentence (the commands refuse to start with
 /// it rather than quietly run the best path instead of the one asked for).
