@@ -94,7 +94,7 @@ fn cases() -> Vec<(&'static str, Value)> {
     }});
     let flight_call = json!({"id": "call_flight_2", "type": "function", "function": {
         "name": "book_flight",
-        "arguments": "{\"from\": \"CDG\", \"to\": \"JFK\", \"passengers\": [{\"name\": \"Ada\", \"age\": 36}]}"
+        "arguments": "{\"from\": \"CDG\", \"to\": \"JFK\", \"passengers\": [{\"name\": \"Zoë \\\"Z\\\" Ångström/Ⅻ 😀\", \"age\": 36}, {\"name\": \"Ada\\nL.\"}]}"
     }});
     vec![
         (
@@ -127,7 +127,7 @@ fn cases() -> Vec<(&'static str, Value)> {
                 ask,
                 {"role": "assistant", "content": null, "tool_calls": [weather_call, flight_call]},
                 {"role": "tool", "tool_call_id": "call_weather_1", "content": "{\"temperature\": 18, \"sky\": \"cloudy\"}"},
-                {"role": "tool", "tool_call_id": "call_flight_2", "content": "{\"booking\": \"ABC123\"}"}
+                {"role": "tool", "tool_call_id": "call_flight_2", "content": "{\"booking\": \"ABC123\", \"note\": \"Zoë's seat: 12A ✈\"}"}
             ], "tools": tools()}),
         ),
     ]
@@ -252,7 +252,6 @@ fn compare(spec: Spec) {
     let dir = tempfile::tempdir().expect("temp dir");
     let model = dir.path().join("model.gguf");
     gguf_template::with_template(&common::real_model(common::SMOLLM2), &text, &model);
-    let taper = Server::start_with(model.as_os_str(), &[]);
     // The same template, given to llama-server as its file: bos and eos still come from the
     // vocabulary, and it starts in under a second, where with the copy in the GGUF it spent
     // about three seconds loading (measured here, not explained). No warm-up run either:
@@ -262,7 +261,12 @@ fn compare(spec: Spec) {
     if spec.thinking_off {
         args.extend(["--reasoning", "off"]);
     }
-    let llama = LlamaServer::start_with(&model, &args);
+    // Both start at once: each spends most of its start-up loading the model.
+    let (taper, llama) = std::thread::scope(|scope| {
+        let llama = scope.spawn(|| LlamaServer::start_with(&model, &args));
+        let taper = Server::start_with(model.as_os_str(), &[]);
+        (taper, llama.join().expect("llama-server started"))
+    });
     let mut failures = Vec::new();
     for (name, body) in cases() {
         if spec.skip.iter().any(|(case, _)| *case == name) {

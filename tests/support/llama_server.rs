@@ -82,7 +82,8 @@ impl LlamaServer {
             if health.is_ok() {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // Short: the tests that start one server per template wait here each time.
+            std::thread::sleep(Duration::from_millis(50));
         }
         panic!("llama-server did not become healthy: {}", self.log_text());
     }
