@@ -202,6 +202,7 @@ impl ChatTemplate {
         // fuel is charged; no chat template needs it.
         env.remove_filter("pprint");
         env.add_function("raise_exception", compat::raise_exception);
+        env.add_test("iterable", compat::is_iterable);
         env.add_function("strftime_now", |format: String| {
             compat::strftime_now(&format)
         });

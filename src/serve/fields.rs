@@ -66,8 +66,9 @@ impl<'de> Deserialize<'de> for Strings {
     }
 }
 
-/// A message's content: a string, or `[{type: "text", text}]` parts joined (only text is
-/// understood).
+/// A message's content: a string, or `[{type: "text", text}]` parts joined by newlines (only
+/// text is understood). Parts are separate pieces of text, and a newline keeps them apart as
+/// llama-server and vLLM do when they hand a template one string.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Content(pub String);
 
@@ -97,11 +98,11 @@ impl<'de> Deserialize<'de> for Content {
                 Ok(Content(s.to_string()))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut text = String::new();
+                let mut texts = Vec::new();
                 while let Some(part) = seq.next_element::<Part>()? {
-                    text.push_str(&part.text);
+                    texts.push(part.text);
                 }
-                Ok(Content(text))
+                Ok(Content(texts.join("\n")))
             }
         }
         deserializer.deserialize_any(ContentVisitor)

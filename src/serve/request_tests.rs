@@ -169,3 +169,17 @@ fn whole_numbers_stops_and_prompts_keep_their_rules() {
     assert!(err.message.contains("one string only"), "{}", err.message);
     assert_eq!(raw(r#"{}"#).unwrap_err().param.as_deref(), Some("prompt"));
 }
+
+/// Text parts are joined by a newline, as llama-server and vLLM join them for templates.
+#[test]
+fn text_parts_are_joined_by_newlines() {
+    let c = chat(
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"First part."},
+            {"type":"text","text":"Second part."}]}]}"#,
+    )
+    .expect("valid");
+    assert_eq!(
+        c.prompt,
+        Prompt::Chat(vec![Message::user("First part.\nSecond part.")])
+    );
+}

@@ -1,12 +1,18 @@
 //! `taper serve`'s tests in one binary, each against a server started on loopback: the
 //! endpoints, load, hostile input, the official `openai` client, taper's own remote backend,
-//! and tool calls alike from a local model and a remote one.
+//! tool calls alike from a local model and a remote one, and `/apply-template` beside a real
+//! llama-server's.
 
 #[path = "../support/common.rs"]
 mod common;
+#[path = "../support/gguf_template.rs"]
+mod gguf_template;
+#[path = "../support/llama_server.rs"]
+mod llama_server;
 #[path = "../support/serve.rs"]
 mod serve_support;
 
+mod apply_template;
 mod hostile;
 mod http;
 mod load;

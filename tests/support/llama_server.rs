@@ -40,6 +40,11 @@ fn free_port() -> u16 {
 impl LlamaServer {
     /// Starts the server and waits (at most two minutes) until it answers `/health`.
     pub fn start(model: &std::path::Path) -> Self {
+        Self::start_with(model, &[])
+    }
+
+    /// Like [`LlamaServer::start`], with `extra` flags after the usual ones.
+    pub fn start_with(model: &std::path::Path, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let log = dir.path().join("llama-server.log");
         let port = free_port();
@@ -47,6 +52,10 @@ impl LlamaServer {
             .args(["-m", &model.display().to_string(), "--alias", ALIAS])
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-c", &CONTEXT.to_string(), "-np", "1", "-t", "2"])
+            .args(extra)
+            // Templates that print today's date (`strftime_now`) get it in local time from
+            // llama.cpp and in UTC from taper; in UTC both name the same day.
+            .env("TZ", "UTC")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
@@ -73,7 +82,8 @@ impl LlamaServer {
             if health.is_ok() {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // Short: the tests that start one server per template wait here each time.
+            std::thread::sleep(Duration::from_millis(50));
         }
         panic!("llama-server did not become healthy: {}", self.log_text());
     }

@@ -1,6 +1,6 @@
 //! The pieces of Hugging Face's Jinja environment that minijinja lacks or does differently
 //! (apart from `tojson`, see the json module): Python's printing of `True`/`None`,
-//! `raise_exception`, `strftime_now`, and the `{% generation %}` tag.
+//! `raise_exception`, `strftime_now`, the `iterable` test, and the `{% generation %}` tag.
 
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, Output, State, Value};
@@ -18,6 +18,15 @@ pub fn python_formatter(out: &mut Output, state: &mut State, value: &Value) -> R
     };
     out.write_str(text)
         .map_err(|_| Error::from(ErrorKind::WriteFailure))
+}
+
+/// Jinja's `iterable` test as Python answers it: whatever `iter()` accepts. minijinja
+/// iterates `none` as an empty sequence and so calls it iterable, but Python's `None` is not,
+/// and templates rely on that: `tools is iterable and tools | length > 0` (Qwen3-Coder,
+/// Nemotron 3) must be false, not an error, when transformers passes `tools=None`. Undefined
+/// stays iterable, as jinja2's `Undefined` is.
+pub fn is_iterable(value: &Value) -> bool {
+    value.kind() != ValueKind::None && value.try_iter().is_ok()
 }
 
 /// The error `raise_exception` raises, kept as the source of the minijinja error so the

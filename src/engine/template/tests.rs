@@ -273,3 +273,21 @@ fn a_file_template_that_does_not_compile_falls_back_with_a_notice() {
         "{notice}"
     );
 }
+
+/// `is iterable` answers as Python's jinja2 does: `None` (tools when there are none) is not
+/// iterable, so `tools is iterable and tools | length > 0` (Qwen3-Coder, Nemotron 3) is false
+/// instead of failing on `none | length`; sequences, strings and undefined are iterable.
+#[test]
+fn none_is_not_iterable() {
+    let source = "{{ tools is iterable }}|{{ tools is iterable and tools | length > 0 }}|\
+                  {{ messages is iterable }}|{{ 'ab' is iterable }}|{{ 3 is iterable }}|\
+                  {{ nope is iterable }}|{{ {'a': 1} is iterable }}";
+    let template = compile(source);
+    let plain = template.render(&conversation(), false, "", "").unwrap();
+    assert_eq!(plain, "False|False|True|True|False|True|True");
+    let tools = [serde_json::json!({"type": "function", "function": {"name": "f"}})];
+    let with_tools = template
+        .render_with_tools(&conversation(), Some(&tools), false, "", "")
+        .unwrap();
+    assert!(with_tools.starts_with("True|True|"), "{with_tools}");
+}
