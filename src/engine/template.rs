@@ -11,6 +11,7 @@
 mod compat;
 mod json;
 mod limits;
+mod message;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -320,7 +321,7 @@ impl ChatTemplate {
             .get_template(TEMPLATE_NAME)
             .map_err(|e| anyhow!("the chat template is missing: {e}"))?;
 
-        let messages: Vec<Value> = messages.iter().map(message_value).collect();
+        let messages: Vec<Value> = messages.iter().map(message::value).collect();
         // transformers passes tools and documents as None when there are none, so
         // `tools is defined` is true and `tools is none` too; enable_thinking and other
         // optional switches stay undefined.
@@ -361,45 +362,6 @@ impl ChatTemplate {
     pub fn starts_with_bos(rendered: &str, bos_token: &str) -> bool {
         !bos_token.is_empty() && rendered.starts_with(bos_token)
     }
-}
-
-/// A message as templates read it, in the shape transformers (and llama.cpp) give them: an
-/// assistant's calls as `tool_calls: [{type, function: {name, arguments}, id}]` with the
-/// arguments as an object (templates write them with `tojson`; text that is not a JSON object
-/// stays text), a tool result with its `tool_call_id`.
-fn message_value(m: &Message) -> Value {
-    let mut pairs = vec![
-        ("role", Value::from(m.role.as_str())),
-        ("content", Value::from(m.content.as_str())),
-    ];
-    if let Some(id) = &m.tool_call_id {
-        pairs.push(("tool_call_id", Value::from(id.as_str())));
-    }
-    if !m.tool_calls.is_empty() {
-        let calls: Vec<Value> = m
-            .tool_calls
-            .iter()
-            .map(|call| {
-                let arguments = match serde_json::from_str::<serde_json::Value>(&call.arguments) {
-                    Ok(object @ serde_json::Value::Object(_)) => Value::from(Serde(object)),
-                    _ => Value::from(call.arguments.as_str()),
-                };
-                Value::from_pairs([
-                    ("type", Value::from("function")),
-                    (
-                        "function",
-                        Value::from_pairs([
-                            ("name", Value::from(call.name.as_str())),
-                            ("arguments", arguments),
-                        ]),
-                    ),
-                    ("id", Value::from(call.id.as_str())),
-                ])
-            })
-            .collect();
-        pairs.push(("tool_calls", Value::from(calls)));
-    }
-    Value::from_pairs(pairs)
 }
 
 fn render_error(e: &minijinja::Error) -> anyhow::Error {

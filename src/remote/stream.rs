@@ -258,13 +258,7 @@ impl Turn<'_> {
                 piece.index
             );
         }
-        self.bytes += piece.arguments.as_ref().map_or(0, String::len);
-        if self.bytes > MAX_ANSWER_BYTES {
-            bail!(
-                "{remote} sent an answer over {} MiB: stopped reading it",
-                MAX_ANSWER_BYTES >> 20
-            );
-        }
+        self.count_bytes(piece.arguments.as_ref().map_or(0, String::len))?;
         while self.calls.len() <= piece.index {
             let n = self.calls.len();
             self.calls.push(ToolCall {
@@ -294,18 +288,26 @@ impl Turn<'_> {
         self.first_at.get_or_insert(now);
         self.last_at = Some(now);
         self.pieces += 1;
-        self.bytes += text.len();
+        self.count_bytes(text.len())?;
         let remote = &self.target.remote.name;
-        if self.bytes > MAX_ANSWER_BYTES {
-            bail!(
-                "{remote} sent an answer over {} MiB: stopped reading it",
-                MAX_ANSWER_BYTES >> 20
-            );
-        }
         if self.pieces > self.max_pieces {
             bail!("{remote} went on far past max_tokens: stopped reading the answer");
         }
         self.observer.text(text)
+    }
+
+    /// `n` more bytes of answer (text or call arguments); past [`MAX_ANSWER_BYTES`] the
+    /// answer is cut off.
+    fn count_bytes(&mut self, n: usize) -> Result<()> {
+        self.bytes += n;
+        if self.bytes > MAX_ANSWER_BYTES {
+            bail!(
+                "{} sent an answer over {} MiB: stopped reading it",
+                self.target.remote.name,
+                MAX_ANSWER_BYTES >> 20
+            );
+        }
+        Ok(())
     }
 
     fn close_thinking(&mut self) -> Result<()> {

@@ -64,20 +64,10 @@ impl Grammars {
     }
 }
 
-/// JSON written the way it usually is (`{"a": 1, "b": [2, 3]}`), unless the schema says
-/// otherwise (`x-guidance`): with free white space a small model pads its answer with runs of
-/// spaces and new lines, which are valid JSON but waste tokens.
-fn compact(mut schema: serde_json::Value) -> serde_json::Value {
-    if let Some(object) = schema.as_object_mut() {
-        object.entry("x-guidance").or_insert_with(|| {
-            json!({
-                "whitespace_flexible": false,
-                "item_separator": ", ",
-                "key_separator": ": ",
-            })
-        });
-    }
-    schema
+/// A schema the user gave, written compactly (see [`crate::tools::grammar::compact`]) and
+/// refused when llguidance does not know a keyword of it.
+fn compact(schema: serde_json::Value) -> serde_json::Value {
+    crate::tools::grammar::compact(schema, false)
 }
 
 /// One answer's place in its grammar.

@@ -25,21 +25,32 @@ pub fn regex_escape(text: &str) -> String {
 /// arguments) unless the schema says otherwise; keywords llguidance does not know are
 /// ignored rather than failing the request (`lenient`).
 pub fn json(schema: &Value) -> String {
-    let mut schema = match schema {
-        Value::Object(_) => schema.clone(),
-        _ => json!({"type": "object"}),
+    let schema = match schema {
+        Value::Object(_) => compact(schema.clone(), true),
+        _ => compact(json!({"type": "object"}), true),
     };
+    format!("%json {schema}")
+}
+
+/// `schema` with llguidance's `x-guidance` options for JSON written the way it usually is
+/// (`{"a": 1, "b": [2, 3]}`), unless the schema sets its own: with free white space a small
+/// model pads its answer with runs of spaces and new lines, valid JSON that wastes tokens.
+/// `lenient` ignores keywords llguidance does not know instead of refusing the schema.
+pub fn compact(mut schema: Value, lenient: bool) -> Value {
     if let Some(object) = schema.as_object_mut() {
         object.entry("x-guidance").or_insert_with(|| {
-            json!({
+            let mut options = json!({
                 "whitespace_flexible": false,
                 "item_separator": ", ",
                 "key_separator": ": ",
-                "lenient": true,
-            })
+            });
+            if lenient {
+                options["lenient"] = json!(true);
+            }
+            options
         });
     }
-    format!("%json {schema}")
+    schema
 }
 
 /// Every family's markers: the strings a model's vocabulary may hold as one special token.

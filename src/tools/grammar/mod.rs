@@ -8,6 +8,8 @@
 
 mod gemma;
 mod lark;
+
+pub use lark::compact;
 #[cfg(test)]
 mod tests;
 
