@@ -62,6 +62,27 @@ pub enum Constraint {
 }
 
 impl Constraint {
+    /// `schema` with llguidance's `x-guidance` options for JSON written the way it usually is
+    /// (`{"a": 1, "b": [2, 3]}`), unless the schema sets its own: with free white space a small
+    /// model pads its answer with runs of spaces and new lines, valid JSON that wastes tokens.
+    /// `lenient` ignores keywords llguidance does not know instead of refusing the schema.
+    pub fn compact(mut schema: serde_json::Value, lenient: bool) -> serde_json::Value {
+        if let Some(object) = schema.as_object_mut() {
+            object.entry("x-guidance").or_insert_with(|| {
+                let mut options = serde_json::json!({
+                    "whitespace_flexible": false,
+                    "item_separator": ", ",
+                    "key_separator": ": ",
+                });
+                if lenient {
+                    options["lenient"] = serde_json::json!(true);
+                }
+                options
+            });
+        }
+        schema
+    }
+
     /// What it is, for sentences about it.
     pub fn describe(&self) -> &'static str {
         match self {

@@ -64,10 +64,10 @@ impl Grammars {
     }
 }
 
-/// A schema the user gave, written compactly (see [`crate::tools::grammar::compact`]) and
-/// refused when llguidance does not know a keyword of it.
+/// A schema the user gave, written compactly (see [`Constraint::compact`]) and refused when
+/// llguidance does not know a keyword of it.
 fn compact(schema: serde_json::Value) -> serde_json::Value {
-    crate::tools::grammar::compact(schema, false)
+    Constraint::compact(schema, false)
 }
 
 /// One answer's place in its grammar.

@@ -1,6 +1,7 @@
 //! Writing llguidance Lark: string literals, a JSON Schema embedded as `%json`, and a grammar
 //! built up rule by rule.
 
+use crate::protocol::Constraint;
 use serde_json::{json, Value};
 
 /// A Lark string literal matching `text` exactly (Lark strings are JSON strings).
@@ -26,31 +27,10 @@ pub fn regex_escape(text: &str) -> String {
 /// ignored rather than failing the request (`lenient`).
 pub fn json(schema: &Value) -> String {
     let schema = match schema {
-        Value::Object(_) => compact(schema.clone(), true),
-        _ => compact(json!({"type": "object"}), true),
+        Value::Object(_) => Constraint::compact(schema.clone(), true),
+        _ => Constraint::compact(json!({"type": "object"}), true),
     };
     format!("%json {schema}")
-}
-
-/// `schema` with llguidance's `x-guidance` options for JSON written the way it usually is
-/// (`{"a": 1, "b": [2, 3]}`), unless the schema sets its own: with free white space a small
-/// model pads its answer with runs of spaces and new lines, valid JSON that wastes tokens.
-/// `lenient` ignores keywords llguidance does not know instead of refusing the schema.
-pub fn compact(mut schema: Value, lenient: bool) -> Value {
-    if let Some(object) = schema.as_object_mut() {
-        object.entry("x-guidance").or_insert_with(|| {
-            let mut options = json!({
-                "whitespace_flexible": false,
-                "item_separator": ", ",
-                "key_separator": ": ",
-            });
-            if lenient {
-                options["lenient"] = json!(true);
-            }
-            options
-        });
-    }
-    schema
 }
 
 /// Every family's markers: the strings a model's vocabulary may hold as one special token.

@@ -8,8 +8,6 @@
 
 mod gemma;
 mod lark;
-
-pub use lark::compact;
 #[cfg(test)]
 mod tests;
 
