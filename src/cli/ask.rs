@@ -1,7 +1,7 @@
 //! `taper ask` (one streamed answer) and `taper tokenize` (token ids as JSON).
 
-use super::{ModelArgs, RunArgs, SamplingArgs};
-use crate::chat::Message;
+use super::{ask_tools, ModelArgs, RunArgs, SamplingArgs};
+use crate::chat::{Message, ToolCall};
 use crate::config::Config;
 use crate::engine::gguf::GgufHeader;
 use crate::engine::tokenizer::TextTokenizer;
@@ -41,6 +41,18 @@ pub struct AskArgs {
     /// Answer in the grammar in FILE (Lark syntax, as llguidance reads it).
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
+    /// Offer the tools of the MCP servers in the config; calls go to stderr, the answer to
+    /// stdout.
+    #[arg(long, conflicts_with_all = ["json", "json_schema", "grammar", "raw"])]
+    pub tools: bool,
+    /// Run every tool call without asking (a tool the config says `never` for is still
+    /// refused).
+    #[arg(long, requires = "tools")]
+    pub yes: bool,
+    /// Whether the model may (auto), may not (none) or must (required) call a tool first.
+    #[arg(long, value_name = "CHOICE", requires = "tools", default_value = "auto",
+          value_parser = ["auto", "none", "required"])]
+    pub tool_choice: String,
     /// The prompt; none, or "-", reads stdin.
     pub prompt: Option<String>,
 }
@@ -152,33 +164,25 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         constraint,
         ..GenerateRequest::chat(
             1,
-            messages,
+            messages.clone(),
             args.raw,
-            sampling,
+            sampling.clone(),
             args.sampling.max_tokens(config),
         )
     };
-    engine.send(EngineCommand::Generate(request))?;
     let mut out = std::io::stdout().lock();
-    let mut wrote = false;
-    let usage = loop {
-        match engine.recv_blocking() {
-            Some(EngineEvent::Token { text, .. }) => {
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
-                wrote = true;
-            }
-            Some(EngineEvent::Finished { usage, .. }) => break usage,
-            Some(EngineEvent::Failed { message, .. }) => {
-                // The partial answer stays on stdout, ended like a whole one.
-                if wrote {
-                    writeln!(out)?;
-                }
-                bail!("{message}")
-            }
-            Some(_) => continue,
-            None => return Err(anyhow!("the engine stopped while generating")),
+    let usage = match args.tools {
+        true => {
+            let turn = ask_tools::Turn {
+                messages,
+                sampling,
+                max_tokens: args.sampling.max_tokens(config),
+                choice: ask_tools::choice(&args.tool_choice),
+                approve_all: args.yes,
+            };
+            ask_tools::run(&mut engine, turn, &config.mcp, &mut out)?
         }
+        false => stream_answer(&mut engine, request, &mut out)?.0,
     };
     writeln!(out)?;
     if let Some(cut) = usage.stop.and_then(|s| s.cut_short(usage.generated_tokens)) {
@@ -198,6 +202,38 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         eprintln!("{}", stats_line(&usage, &info));
     }
     Ok(())
+}
+
+/// Sends `request` and writes its answer's text to `out` as it comes; its figures and the
+/// tools it called, when it ends.
+pub(super) fn stream_answer(
+    engine: &mut EngineHandle,
+    request: GenerateRequest,
+    out: &mut impl Write,
+) -> Result<(Usage, Vec<ToolCall>, String)> {
+    engine.send(EngineCommand::Generate(request))?;
+    let mut text = String::new();
+    loop {
+        match engine.recv_blocking() {
+            Some(EngineEvent::Token { text: piece, .. }) => {
+                out.write_all(piece.as_bytes())?;
+                out.flush()?;
+                text.push_str(&piece);
+            }
+            Some(EngineEvent::Finished {
+                usage, tool_calls, ..
+            }) => return Ok((usage, tool_calls, text)),
+            Some(EngineEvent::Failed { message, .. }) => {
+                // The partial answer stays on stdout, ended like a whole one.
+                if !text.is_empty() {
+                    writeln!(out)?;
+                }
+                bail!("{message}")
+            }
+            Some(_) => continue,
+            None => return Err(anyhow!("the engine stopped while generating")),
+        }
+    }
 }
 
 /// The local model `-m` names, as a load command.

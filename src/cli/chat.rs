@@ -78,6 +78,7 @@ pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
         },
         frame: Duration::from_secs(1) / fps,
         log: crate::paths::data_dir().join("taper.log"),
+        mcp: config.mcp.clone(),
     })
 }
 
@@ -123,10 +124,12 @@ fn initial_state(args: &ChatArgs, config: &Config) -> State {
             .unwrap_or_default(),
         sampling: args.sampling.params(config),
         max_tokens: args.sampling.max_tokens(config),
+        tool_choice: Default::default(),
     };
     let context_size = args.run.context_size(config);
     let models_dir = crate::models::models_dir(config);
     let mut state = State::new(settings, context_size, models_dir, Instant::now());
     state.cache_type = args.run.cache_type.resolve(config);
+    state.tools.max_rounds = config.mcp.max_rounds();
     state
 }

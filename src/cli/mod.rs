@@ -4,6 +4,7 @@
 //! `taper export`; the flags they share.
 
 mod ask;
+mod ask_tools;
 mod bench;
 mod chat;
 mod generated;

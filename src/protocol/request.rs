@@ -115,6 +115,10 @@ pub struct GenerateRequest {
     /// Tools the model may call: the engine renders them into the prompt of a conversation
     /// and, unless `constraint` is given, holds the calls to the model's tool-call syntax.
     pub tools: Option<ToolSet>,
+    /// With tools: `Token` events carry the answer's thinking and prose only, the text of its
+    /// calls held back (they come whole in `Finished::tool_calls`). For people reading the
+    /// answer (the chat, `ask`); the server reads the raw text itself.
+    pub prose_only: bool,
 }
 
 impl GenerateRequest {
@@ -140,6 +144,7 @@ impl GenerateRequest {
             remember_answer: true,
             constraint: None,
             tools: None,
+            prose_only: true,
         }
     }
 

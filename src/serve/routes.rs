@@ -312,6 +312,7 @@ impl AppState {
             remember_answer: chat,
             constraint: request.constraint.clone().map(|(_, c)| c),
             tools: request.tools.clone(),
+            prose_only: false,
         };
         self.engine
             .submit(job, asked, events, self.queue)

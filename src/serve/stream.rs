@@ -49,7 +49,8 @@ pub fn respond(
         chat,
         include_usage,
         thinking: ThinkingSplitter::default(),
-        calls: calls.map(CallStream::new),
+        // The tools' grammar holds every call from its marker on, so calls go out as written.
+        calls: calls.map(CallStream::ahead),
         calls_made: 0,
         log,
         ready: VecDeque::new(),

@@ -37,6 +37,10 @@ pub fn to_markdown(s: &Session) -> String {
     }
     for m in &s.messages {
         let _ = writeln!(out, "\n---\n\n## {}\n", heading(m));
+        if m.role == Role::Tool {
+            tool_result(&mut out, m);
+            continue;
+        }
         let content = m.content.trim_end();
         if !content.is_empty() {
             let _ = writeln!(out, "{content}");
@@ -50,6 +54,10 @@ pub fn to_markdown(s: &Session) -> String {
             {
                 let _ = writeln!(out, "```");
             }
+        }
+        for call in &m.tool_calls {
+            let _ = writeln!(out, "\nCalls `{}` (`{}`):\n", call.name, call.id);
+            let _ = writeln!(out, "```json\n{}\n```", call.arguments.trim());
         }
         match (m.status, &m.error) {
             (Some(SavedStatus::Stopped), _) => {
@@ -75,12 +83,35 @@ pub fn to_markdown(s: &Session) -> String {
     out
 }
 
+/// A tool's result as a fenced block (it may be any text), with what was cut.
+fn tool_result(out: &mut String, m: &SavedMessage) {
+    let fence = fence_for(&m.content);
+    let _ = writeln!(out, "{fence}\n{}\n{fence}", m.content.trim_end());
+    if let Some(note) = &m.note {
+        let _ = writeln!(out, "\n*({note})*");
+    }
+}
+
+/// A code fence longer than any run of backticks in `text`, so the text cannot close it.
+fn fence_for(text: &str) -> String {
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
 fn heading(m: &SavedMessage) -> String {
     let time = format_utc(m.at);
     match m.role {
         Role::User => format!("You · {time}"),
         Role::System => format!("System · {time}"),
-        Role::Tool => format!("Tool result · {time}"),
+        Role::Tool => {
+            let name = m.tool_name.as_deref().unwrap_or("tool");
+            let failed = if m.is_error { " (failed)" } else { "" };
+            format!("Result of `{name}`{failed} · {time}")
+        }
         Role::Assistant => {
             let model = m.model.as_deref().unwrap_or("assistant");
             match &m.usage {
@@ -118,6 +149,19 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("stopped"), "{md}");
+    }
+
+    #[test]
+    fn tool_calls_and_results_are_in_the_transcript() {
+        let mut s = crate::sessions::format::tests::with_tools();
+        s.messages[2].content = "a ``` fence".into();
+        let md = to_markdown(&s);
+        assert!(
+            md.contains("Calls `add` (`call_1`):\n\n```json\n{\"a\": 2, \"b\": 2}\n```"),
+            "{md}"
+        );
+        assert!(md.contains("## Result of `add` · "), "{md}");
+        assert!(md.contains("````\na ``` fence\n````\n"), "{md}");
     }
 
     #[test]

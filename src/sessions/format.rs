@@ -1,7 +1,7 @@
 //! The saved-conversation record (docs/session-format.md) and its reader, `parse_session`:
 //! a pure function of the bytes, bounded and panic-free, so a fuzz target can call it.
 
-use crate::chat::Role;
+use crate::chat::{Role, ToolCall};
 use crate::protocol::SamplingParams;
 use crate::protocol::{StopReason, Usage};
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What `"format"` must say: a JSON file that is something else is not taken for a session.
 pub const FORMAT_NAME: &str = "taper-session";
 /// The version this build writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Larger files are refused before they are read whole (a long chat is well under 1 MiB).
 pub const MAX_SESSION_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -44,7 +44,7 @@ pub struct SavedSampling {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedMessage {
-    /// `user` or `assistant` (the system prompt is `Session::system_prompt`).
+    /// `user`, `assistant` or `tool` (the system prompt is `Session::system_prompt`).
     pub role: Role,
     pub content: String,
     /// When it was written (seconds since the Unix epoch, UTC).
@@ -59,6 +59,41 @@ pub struct SavedMessage {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<SavedUsage>,
+    /// Assistant messages: the tools it called (version 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Tool messages: the call this is the result of (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Tool messages: the tool that was called (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// Tool messages: the call failed or was refused; `content` says why (version 2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Tool messages: what was cut from the result or left out, one line (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl SavedMessage {
+    /// A message with no answer figures and no tools.
+    pub fn plain(role: Role, content: impl Into<String>, at: u64) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            at,
+            model: None,
+            status: None,
+            error: None,
+            usage: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+            note: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -277,7 +312,8 @@ pub fn parse_session(bytes: &[u8]) -> Result<Session, SessionError> {
     Ok(session)
 }
 
-/// What serde cannot check: the id is a safe file name; only user and assistant messages.
+/// What serde cannot check: the id is a safe file name; no system message; each tool result
+/// answers a call made before it.
 fn validate(s: &Session) -> Result<(), SessionError> {
     if !valid_id(&s.id) {
         return Err(SessionError::Corrupted(format!("bad id {:?}", s.id)));
@@ -286,6 +322,15 @@ fn validate(s: &Session) -> Result<(), SessionError> {
         return Err(SessionError::Corrupted(
             "a system message among the messages (the system prompt has its own field)".into(),
         ));
+    }
+    let mut calls = std::collections::HashSet::new();
+    for (i, m) in s.messages.iter().enumerate() {
+        calls.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
+        if m.role == Role::Tool && !m.tool_call_id.as_deref().is_some_and(|id| calls.contains(id)) {
+            return Err(SessionError::Corrupted(format!(
+                "message {i} is a tool result that answers no call before it"
+            )));
+        }
     }
     Ok(())
 }

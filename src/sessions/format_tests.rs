@@ -3,15 +3,11 @@ use super::*;
 pub(crate) fn sample() -> Session {
     let sampling = SavedSampling::new(&SamplingParams::default(), 512);
     let mut s = Session::new("20261130-124817-00ab", 1_764_506_897, "Be brief.", sampling);
-    s.messages.push(SavedMessage {
-        role: Role::User,
-        content: "What is 2+2?".into(),
-        at: 1_764_506_900,
-        model: None,
-        status: None,
-        error: None,
-        usage: None,
-    });
+    s.messages.push(SavedMessage::plain(
+        Role::User,
+        "What is 2+2?",
+        1_764_506_900,
+    ));
     let usage = Usage {
         prompt_tokens: 20,
         generated_tokens: 5,
@@ -21,15 +17,61 @@ pub(crate) fn sample() -> Session {
         ..Usage::default()
     };
     s.messages.push(SavedMessage {
-        role: Role::Assistant,
-        content: "It is 4.".into(),
-        at: 1_764_506_901,
         model: Some("SmolLM2".into()),
         status: Some(SavedStatus::Done),
-        error: None,
         usage: Some((&usage).into()),
+        ..SavedMessage::plain(Role::Assistant, "It is 4.", 1_764_506_901)
     });
     s
+}
+
+/// A tool loop: a call, its result, the answer.
+pub(crate) fn with_tools() -> Session {
+    let mut s = sample();
+    s.messages[1].content = String::new();
+    s.messages[1].tool_calls = vec![crate::chat::ToolCall {
+        id: "call_1".into(),
+        name: "add".into(),
+        arguments: r#"{"a": 2, "b": 2}"#.into(),
+    }];
+    s.messages.push(SavedMessage {
+        tool_call_id: Some("call_1".into()),
+        tool_name: Some("add".into()),
+        ..SavedMessage::plain(Role::Tool, "4", 1_764_506_902)
+    });
+    s.messages.push(SavedMessage {
+        model: Some("SmolLM2".into()),
+        status: Some(SavedStatus::Done),
+        ..SavedMessage::plain(Role::Assistant, "It is 4.", 1_764_506_903)
+    });
+    s
+}
+
+#[test]
+fn tool_calls_and_results_survive_a_round_trip() {
+    let s = with_tools();
+    let back = parse_session(&s.to_bytes()).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.messages[1].tool_calls[0].name, "add");
+    assert_eq!(back.messages[2].tool_call_id.as_deref(), Some("call_1"));
+}
+
+#[test]
+fn a_tool_result_must_answer_an_earlier_call() {
+    let mut s = with_tools();
+    s.messages[2].tool_call_id = Some("call_9".into());
+    assert!(matches!(
+        parse_session(&s.to_bytes()),
+        Err(SessionError::Corrupted(m)) if m.contains("message 2")
+    ));
+}
+
+#[test]
+fn a_version_1_file_still_reads() {
+    let text = String::from_utf8(sample().to_bytes())
+        .unwrap()
+        .replace("\"version\": 2", "\"version\": 1");
+    assert_eq!(parse_session(text.as_bytes()).unwrap().version, 1);
 }
 
 #[test]
@@ -46,7 +88,7 @@ fn a_session_survives_a_round_trip() {
 fn a_newer_version_is_refused_by_number() {
     let text = String::from_utf8(sample().to_bytes())
         .unwrap()
-        .replace("\"version\": 1", "\"version\": 7");
+        .replace("\"version\": 2", "\"version\": 7");
     assert_eq!(parse_session(text.as_bytes()), Err(SessionError::TooNew(7)));
 }
 
@@ -55,7 +97,7 @@ fn odd_versions_are_unknown() {
     for v in ["0", "\"1\"", "-1", "1.5", "null"] {
         let text = String::from_utf8(sample().to_bytes())
             .unwrap()
-            .replace("\"version\": 1", &format!("\"version\": {v}"));
+            .replace("\"version\": 2", &format!("\"version\": {v}"));
         assert!(
             matches!(
                 parse_session(text.as_bytes()),

@@ -2,7 +2,7 @@
 //! What each key does is looked up in the one table of keys ([`super::keys::KEYS`]), which
 //! also writes the help overlay and the footer.
 
-pub use super::keys::{Action, CopyWhat, SessionAction};
+pub use super::keys::{Action, CopyWhat, SessionAction, ToolAction};
 
 use super::keys::{self, Context, Screens, KEYS};
 use super::state::{ListMode, Overlay, State};
@@ -43,6 +43,7 @@ pub fn screen(state: &State) -> (Context, Screens) {
             ListMode::Rename(_) => (Context::SessionsRename, Screens::SESSIONS_RENAME),
             ListMode::ConfirmDelete => (Context::SessionsDelete, Screens::SESSIONS_DELETE),
         },
+        Overlay::None if state.tools.asking().is_some() => (Context::Approval, Screens::APPROVAL),
         Overlay::None if state.model.download.is_some() && !state.generating() => {
             (Context::Chat, Screens::DOWNLOADING)
         }

@@ -5,6 +5,7 @@
 
 use super::state::ModelEntry;
 use crate::engine::EngineCommand;
+use crate::mcp::{OfferedTool, ToolEvent};
 use crate::protocol::EngineEvent;
 use crate::sessions::{Listed, Session};
 use crossterm::event::KeyEvent;
@@ -50,6 +51,10 @@ pub enum Msg {
     Session(SessionMsg),
     /// The clipboard could not be written; why.
     CopyFailed(String),
+    /// The MCP servers: one ready or failed, a call's result.
+    Tool(ToolEvent),
+    /// The tools the ready servers offer now.
+    ToolsOffered(Vec<OfferedTool>),
 }
 
 /// What the app must do after an update.
@@ -74,6 +79,14 @@ pub enum Effect {
     Session(SessionEffect),
     /// Put this text on the clipboard (OSC 52); `Msg::CopyFailed` if it cannot be.
     Copy(String),
+    /// Run an MCP tool (`ToolHost::call`); `Msg::Tool(CallDone)` reports it.
+    CallTool {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// Cancel a running call (`ToolHost::cancel`).
+    CancelTool(String),
 }
 
 /// Session work for the app: file operations, and the random part of new session ids.

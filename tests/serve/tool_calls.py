@@ -83,9 +83,10 @@ for seed, answer in enumerate(forced):
     calls = check_calls(f"named, seed {seed}", answer, only="add")
     assert len(calls) == 1, calls
 
-# Streamed deltas, by index, reassemble to the whole answer's calls.
+# Streamed deltas, by index, reassemble to the whole answer's calls; the arguments come in
+# pieces as the model writes them, not in one piece at the end.
 whole = ask(7, "required").choices[0].message.tool_calls
-streamed, finish = {}, None
+streamed, finish, argument_pieces = {}, None, 0
 for chunk in ask(7, "required", stream=True):
     if not chunk.choices:
         continue
@@ -97,12 +98,14 @@ for chunk in ask(7, "required", stream=True):
             call["name"] += delta.function.name
         if delta.function and delta.function.arguments:
             call["arguments"] += delta.function.arguments
+            argument_pieces += 1
     finish = chunk.choices[0].finish_reason or finish
 assert finish == "tool_calls", finish
 assert [(c["name"], c["arguments"]) for _, c in sorted(streamed.items())] == [
     (c.function.name, c.function.arguments) for c in whole
 ], (streamed, whole)
 assert all(c["id"] for c in streamed.values()), streamed
+assert argument_pieces > 2 * len(whole), (argument_pieces, whole)
 
 # A tool loop: the call, its result, the answer. The second request reads only what is new.
 first = ask(3, named, add_ask)

@@ -145,7 +145,7 @@ impl<'t> Scheduler<'t> {
             if let Some(window) = prompt.window {
                 self.slots[slot].window = window;
             }
-            self.slots[slot].start(job, prompt, self.clock);
+            self.slots[slot].start(job, prompt, self.clock, self.text.template.tool_format());
         }
     }
 
@@ -306,7 +306,7 @@ impl<'t> Scheduler<'t> {
         let Some(decoding) = active.decoding.as_mut() else {
             return Ok(());
         };
-        let mut observer = SlotObserver::new(&active.job, &mut active.stops);
+        let mut observer = SlotObserver::new(&active.job, &mut active.stops, active.prose.as_mut());
         let step = decoding.step(logits, slot.prefix.tokens(), &mut observer)?;
         active.after_token();
         let stop = match step {

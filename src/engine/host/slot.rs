@@ -14,7 +14,8 @@ use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::tokenizer::TextTokenizer;
 use crate::protocol::{EngineEvent, StopReason, ToolChoice, TurnObserver, Usage};
 use crate::stats::secs;
-use crate::tools::{parse, ToolFormat};
+use crate::tools::parse::{self, ProseStream};
+use crate::tools::ToolFormat;
 use anyhow::Result;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -57,6 +58,8 @@ pub struct Active<'t> {
     /// `FirstToken` was sent.
     pub first_told: bool,
     pub stops: StopMatcher,
+    /// The answer's text without its calls, for a request that wants prose only.
+    pub prose: Option<ProseStream>,
     /// The grammar the answer is held to, until decoding takes it.
     pub grammar: Option<Grammar>,
 }
@@ -73,8 +76,9 @@ impl<'t> Slot<'t> {
     }
 
     /// Takes `job` with its prompt's ids: keeps the cached prefix they share and queues the
-    /// rest. `usage` holds what the prompt's making knew (messages left out).
-    pub fn start(&mut self, job: Job, prompt: Admitted, clock: u64) {
+    /// rest. `usage` holds what the prompt's making knew (messages left out); `tool_format`
+    /// is the model's tool-call syntax.
+    pub fn start(&mut self, job: Job, prompt: Admitted, clock: u64, tool_format: ToolFormat) {
         let Admitted {
             ids: prompt,
             mut usage,
@@ -96,7 +100,10 @@ impl<'t> Slot<'t> {
             total: pending.len(),
             cached: reused,
         });
+        let prose = (job.request.prose_only && calls_wanted(&job.request))
+            .then(|| ProseStream::new(tool_format));
         self.active = Some(Active {
+            prose,
             read: 0,
             to_read: pending.len(),
             pending,
@@ -185,9 +192,14 @@ impl<'t> Active<'t> {
         let mut observer = SlotObserver {
             job: &self.job,
             stops: &mut self.stops,
+            prose: self.prose.as_mut(),
         };
         let mut outcome = decoding.finish(stop, &mut observer)?;
-        let tail = self.stops.finish();
+        let mut tail = self.stops.finish();
+        if let Some(mut prose) = self.prose.take() {
+            tail = prose.push(&tail);
+            tail.push_str(&prose.finish());
+        }
         if !tail.is_empty() {
             self.job.emit(EngineEvent::Token {
                 turn_id,
@@ -204,11 +216,9 @@ impl<'t> Active<'t> {
         if self.stops.hit() {
             outcome.usage.stop = Some(StopReason::StopSequence);
         }
-        let tool_calls = match &self.job.request.tools {
-            Some(tools) if tools.choice != ToolChoice::None && !self.job.request.is_raw() => {
-                read_calls(tool_format, &outcome.text, turn_id)
-            }
-            _ => Vec::new(),
+        let tool_calls = match calls_wanted(&self.job.request) {
+            true => read_calls(tool_format, &outcome.text, turn_id),
+            false => Vec::new(),
         };
         self.job.emit(EngineEvent::Finished {
             turn_id,
@@ -224,11 +234,16 @@ impl<'t> Active<'t> {
 pub struct SlotObserver<'a> {
     job: &'a Job,
     stops: &'a mut StopMatcher,
+    prose: Option<&'a mut ProseStream>,
 }
 
 impl<'a> SlotObserver<'a> {
-    pub fn new(job: &'a Job, stops: &'a mut StopMatcher) -> Self {
-        Self { job, stops }
+    pub fn new(
+        job: &'a Job,
+        stops: &'a mut StopMatcher,
+        prose: Option<&'a mut ProseStream>,
+    ) -> Self {
+        Self { job, stops, prose }
     }
 }
 
@@ -238,7 +253,10 @@ impl TurnObserver for SlotObserver<'_> {
     }
 
     fn text(&mut self, piece: &str) -> Result<()> {
-        let text = self.stops.push(piece);
+        let mut text = self.stops.push(piece);
+        if let Some(prose) = self.prose.as_mut() {
+            text = prose.push(&text);
+        }
         if !text.is_empty() {
             self.job.emit(EngineEvent::Token {
                 turn_id: self.job.turn_id(),
@@ -247,6 +265,15 @@ impl TurnObserver for SlotObserver<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether the request's answer is read for calls: it offers tools and allows calls.
+fn calls_wanted(request: &crate::protocol::GenerateRequest) -> bool {
+    request
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.choice != ToolChoice::None)
+        && !request.is_raw()
 }
 
 /// The calls an answer made, with ids unique to this turn of this run.

@@ -7,7 +7,7 @@
 //! grammar closes the object; an answer cut short still says what it said).
 
 use super::json::{self, Extent};
-use super::{tagged, Piece};
+use super::{tagged, ParsedCall, Piece};
 
 /// The pieces of `text` (see [`super::scan`]). Any other answer that starts with `{` is held
 /// to its end: only then is it known to be nothing but the object.
@@ -27,7 +27,7 @@ pub fn scan(text: &str, at_end: bool) -> Vec<Piece> {
     match json::value_end(body) {
         Extent::Complete(end) if end < body.len() => vec![Piece::Text(text.to_string())],
         Extent::Invalid => vec![Piece::Text(text.to_string())],
-        _ if !at_end => Vec::new(),
+        _ if !at_end => open(body).into_iter().map(Piece::Open).collect(),
         Extent::Complete(_) => object(body).unwrap_or_else(|| vec![Piece::Text(text.to_string())]),
         Extent::Incomplete => vec![Piece::Text(text.to_string())],
     }
@@ -52,6 +52,25 @@ fn object(text: &str) -> Option<Vec<Piece>> {
             .ok()
             .map(|text| vec![Piece::Text(text)]),
         _ => None,
+    }
+}
+
+/// The calls of an object still being written, as far as they have come.
+fn open(text: &str) -> Vec<ParsedCall> {
+    let Some(rest) = text.strip_prefix('{').map(str::trim_start) else {
+        return Vec::new();
+    };
+    let Extent::Complete(end) = json::value_end(rest) else {
+        return Vec::new();
+    };
+    let key = serde_json::from_str::<String>(&rest[..end]);
+    let Some(value) = rest[end..].trim_start().strip_prefix(':') else {
+        return Vec::new();
+    };
+    match key.as_deref() {
+        Ok("tool_calls") => json::open_calls(value),
+        Ok("tool_call") => json::open_call_object(value).into_iter().collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reading calls written as JSON: where a value ends in text that may still be arriving, the
 //! members of an object and the items of an array as the model wrote them, and one call
-//! object (`{"name": …, "arguments": {…}}`) with its arguments' own text kept.
+//! object (`{"name": …, "arguments": {…}}`) with its arguments' own text kept, and such
+//! calls while they are still being written.
 
 use super::ParsedCall;
 use serde::de::IgnoredAny;
@@ -111,6 +112,72 @@ pub fn call_object(text: &str) -> Option<ParsedCall> {
     })
 }
 
+/// The call object at the start of `text` while it is still being written: its name read
+/// and its arguments' object begun. `arguments` is as much of that object's text as has come,
+/// which is where the whole call's arguments will start (they are the model's own text). None
+/// until then, and for calls this cannot follow (arguments before the name, or in a string).
+pub fn open_call_object(text: &str) -> Option<ParsedCall> {
+    let mut rest = text.trim_start().strip_prefix('{')?;
+    let mut name = None;
+    loop {
+        rest = rest.trim_start();
+        let Extent::Complete(end) = value_end(rest) else {
+            return None;
+        };
+        let key: String = serde_json::from_str(&rest[..end]).ok()?;
+        rest = rest[end..].trim_start().strip_prefix(':')?.trim_start();
+        let arguments = key == "arguments" || key == "parameters";
+        if arguments && rest.starts_with('{') {
+            let name: String = name.filter(|n: &String| !n.is_empty())?;
+            let written = match value_end(rest) {
+                Extent::Complete(end) => &rest[..end],
+                Extent::Incomplete => rest,
+                Extent::Invalid => return None,
+            };
+            return Some(ParsedCall {
+                name,
+                arguments: written.to_string(),
+            });
+        }
+        let Extent::Complete(end) = value_end(rest) else {
+            return None;
+        };
+        if key == "name" {
+            name = serde_json::from_str(&rest[..end]).ok();
+        }
+        rest = rest[end..].trim_start().strip_prefix(',')?;
+    }
+}
+
+/// The calls of a JSON array of call objects (or of one object) that is still being written:
+/// the items that have ended, then the one still open. Empty when an ended item is not a call.
+pub fn open_calls(text: &str) -> Vec<ParsedCall> {
+    let Some(mut rest) = text.trim_start().strip_prefix('[') else {
+        return open_call_object(text).into_iter().collect();
+    };
+    let mut calls = Vec::new();
+    loop {
+        rest = rest.trim_start();
+        match value_end(rest) {
+            Extent::Complete(end) => {
+                let Some(call) = call_object(&rest[..end]) else {
+                    return Vec::new();
+                };
+                calls.push(call);
+                match rest[end..].trim_start().strip_prefix(',') {
+                    Some(after) => rest = after,
+                    None => return calls,
+                }
+            }
+            Extent::Incomplete => {
+                calls.extend(open_call_object(rest));
+                return calls;
+            }
+            Extent::Invalid => return Vec::new(),
+        }
+    }
+}
+
 /// A call's arguments as a JSON object's text: the model's own, or the object inside a JSON
 /// string (some models quote their arguments), or `{}` when there are none.
 pub fn arguments_text(value: Option<&str>) -> Option<String> {
@@ -151,6 +218,21 @@ mod tests {
             items(r#"[ {"a": 1} , 2 ]"#).unwrap(),
             vec![r#"{"a": 1}"#, "2"]
         );
+    }
+
+    #[test]
+    fn an_open_call_has_its_name_and_the_arguments_so_far() {
+        let open = open_call_object(r#"{"name": "f", "arguments": {"x": "ab"#).unwrap();
+        assert_eq!((open.name.as_str(), open.arguments.as_str()), ("f", r#"{"x": "ab"#));
+        let ended = open_call_object(r#"{"name": "f", "arguments": {"x": 1} "#).unwrap();
+        assert_eq!(ended.arguments, r#"{"x": 1}"#);
+        assert!(open_call_object(r#"{"name": "f", "argu"#).is_none());
+        assert!(open_call_object(r#"{"arguments": {"x": 1}, "name": "f""#).is_none());
+        assert!(open_call_object(r#"{"name": "f", "arguments": "{\"x"#).is_none());
+        let calls = open_calls(r#"[{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"#);
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(open_calls(r#"[{"x": 1}, {"name": "b", "arguments": {"#).is_empty());
     }
 
     #[test]

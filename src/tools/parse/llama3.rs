@@ -63,7 +63,10 @@ fn calls(text: &str, at_end: bool, pieces: &mut Vec<Piece>) {
                     return;
                 }
             },
-            Extent::Incomplete if !at_end => return,
+            Extent::Incomplete if !at_end => {
+                pieces.extend(json::open_call_object(object).map(Piece::Open));
+                return;
+            }
             Extent::Incomplete | Extent::Invalid => {
                 pieces.push(Piece::Text(rest.to_string()));
                 return;

@@ -16,8 +16,8 @@ enum After {
     Calls(Vec<ParsedCall>, usize),
     /// Not calls: the marker is prose.
     Prose,
-    /// Not known until more text arrives.
-    Open,
+    /// Not known until more text arrives; the calls written so far (see [`Piece::Open`]).
+    Open(Vec<ParsedCall>),
 }
 
 /// The pieces of `text` (see [`super::scan`]).
@@ -41,9 +41,12 @@ pub fn scan(text: &str, at_end: bool) -> Vec<Piece> {
                 pieces.extend(calls.into_iter().map(Piece::Call));
                 rest = &after[used..];
             }
-            After::Open if !at_end => return pieces,
+            After::Open(open) if !at_end => {
+                pieces.extend(open.into_iter().map(Piece::Open));
+                return pieces;
+            }
             // What follows is read again as prose, which may hold another marker.
-            After::Open | After::Prose => {
+            After::Open(_) | After::Prose => {
                 pieces.push(Piece::Text(MARKER.to_string()));
                 rest = after;
             }
@@ -60,7 +63,7 @@ fn calls_after(text: &str) -> After {
                 Some(calls) => After::Calls(calls, skipped + end),
                 None => After::Prose,
             },
-            Extent::Incomplete => After::Open,
+            Extent::Incomplete => After::Open(json::open_calls(trimmed)),
             Extent::Invalid => After::Prose,
         };
     }
@@ -69,7 +72,7 @@ fn calls_after(text: &str) -> After {
         .unwrap_or(text.len());
     let name = &text[..name_end];
     if name_end == text.len() {
-        return After::Open;
+        return After::Open(Vec::new());
     }
     if name.is_empty() {
         return After::Prose;
@@ -82,11 +85,11 @@ fn calls_after(text: &str) -> After {
             .unwrap_or(id.len());
         rest = &id[id_end..];
     } else if rest.len() < CALL_ID.len() && CALL_ID.starts_with(rest) {
-        return After::Open;
+        return After::Open(Vec::new());
     }
     if rest.len() < ARGS.len() {
         return if ARGS.starts_with(rest) {
-            After::Open
+            After::Open(Vec::new())
         } else {
             After::Prose
         };
@@ -108,7 +111,11 @@ fn calls_after(text: &str) -> After {
             }
             None => After::Prose,
         },
-        Extent::Incomplete => After::Open,
+        Extent::Incomplete if value.trim_start().starts_with('{') => After::Open(vec![ParsedCall {
+            name: name.to_string(),
+            arguments: value.trim_start().to_string(),
+        }]),
+        Extent::Incomplete => After::Open(Vec::new()),
         Extent::Invalid => After::Prose,
     }
 }

@@ -14,11 +14,13 @@ mod generic;
 mod json;
 mod llama3;
 mod mistral;
+mod prose;
 mod stream;
 mod tagged;
 #[cfg(test)]
 mod tests;
 
+pub use prose::ProseStream;
 pub use stream::{CallStream, StreamDelta};
 
 use super::ToolFormat;
@@ -45,21 +47,30 @@ pub fn parse(format: ToolFormat, text: &str) -> Parsed {
         match piece {
             Piece::Text(text) => parsed.content.push_str(&text),
             Piece::Call(call) => parsed.calls.push(call),
+            // A whole answer has none: nothing more is coming.
+            Piece::Open(_) => {}
         }
     }
     parsed
 }
 
-/// A decided part of an answer.
+/// A part of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {
+    /// Prose, decided.
     Text(String),
+    /// A call, decided.
     Call(ParsedCall),
+    /// A call still being written (only at the end of a text that may grow): its name, and
+    /// its arguments as far as they have come. Until it ends it could still turn out broken,
+    /// and so prose; only a stream whose calls a grammar holds sends it ahead.
+    Open(ParsedCall),
 }
 
 /// The pieces of `text` in order. Unless `at_end`, the text may still grow, and a tail that
-/// could yet become a call (a marker's first bytes, an unfinished call) is left out; whatever
-/// is returned stays as it is however the text goes on.
+/// could yet become a call (a marker's first bytes, an unfinished call) is left out, or given
+/// as [`Piece::Open`] where the family's calls are JSON; whatever else is returned stays as it
+/// is however the text goes on.
 fn scan(format: ToolFormat, text: &str, at_end: bool) -> Vec<Piece> {
     match format {
         ToolFormat::Hermes | ToolFormat::SmolLm3 => tagged::scan(&tagged::HERMES, text, at_end),

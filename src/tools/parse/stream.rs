@@ -3,8 +3,12 @@
 //! What a scan returns never changes as the text grows, so the stream ends up with exactly
 //! what [`super::parse`] reads from the whole answer.
 //!
-//! A call is sent whole, once it has ended: until then it could still turn out broken, and
-//! then it is prose, which a stream cannot take back.
+//! A call is sent whole once it has ended: until then it could still turn out broken, and
+//! then it is prose, which a stream cannot take back. Where a grammar holds the calls, so
+//! that they cannot break (`CallStream::ahead`), a call is sent as it is written: its name
+//! when its arguments begin, then the arguments in pieces. In JSON families those pieces are
+//! the model's own text, so they add up to what the whole parse reads; only an answer cut
+//! off inside a call (the token limit) then ends with a call whose arguments never closed.
 
 use super::{assemble, scan, Piece};
 use crate::tools::ToolFormat;
@@ -24,19 +28,31 @@ pub enum StreamDelta {
 pub struct CallStream {
     format: ToolFormat,
     text: String,
+    /// Calls are sent while they are written (see the module's doc).
+    ahead: bool,
     /// Bytes of prose sent.
     sent_content: usize,
-    /// Calls sent.
-    sent_calls: usize,
+    /// The arguments' text sent of each call started, in order.
+    sent_calls: Vec<String>,
 }
 
 impl CallStream {
+    /// A stream that sends each call once it has ended.
     pub fn new(format: ToolFormat) -> Self {
         Self {
             format,
             text: String::new(),
+            ahead: false,
             sent_content: 0,
-            sent_calls: 0,
+            sent_calls: Vec::new(),
+        }
+    }
+
+    /// A stream that sends calls as they are written, for answers a grammar holds.
+    pub fn ahead(format: ToolFormat) -> Self {
+        Self {
+            ahead: true,
+            ..Self::new(format)
         }
     }
 
@@ -68,22 +84,41 @@ impl CallStream {
                     }
                     content = end;
                 }
-                Piece::Call(call) => {
-                    if calls >= self.sent_calls {
-                        out.push(StreamDelta::CallStart {
-                            index: calls,
-                            name: call.name,
-                        });
-                        out.push(StreamDelta::Arguments {
-                            index: calls,
-                            text: call.arguments,
-                        });
-                        self.sent_calls = calls + 1;
-                    }
+                Piece::Open(call) if self.ahead => {
+                    self.send_call(calls, call, &mut out);
                     calls += 1;
                 }
+                Piece::Call(call) => {
+                    self.send_call(calls, call, &mut out);
+                    calls += 1;
+                }
+                Piece::Open(_) => {}
             }
         }
         out
+    }
+
+    /// What is new of call `index`: its start, if it was not sent, and the arguments' text
+    /// beyond what was sent.
+    fn send_call(&mut self, index: usize, call: super::ParsedCall, out: &mut Vec<StreamDelta>) {
+        if index >= self.sent_calls.len() {
+            out.push(StreamDelta::CallStart {
+                index,
+                name: call.name,
+            });
+            self.sent_calls.push(String::new());
+        }
+        let sent = &mut self.sent_calls[index];
+        // A call sent ahead whose final text differs (only a call that broke, which a grammar
+        // does not let happen) cannot be taken back; nothing more is sent for it.
+        if let Some(new) = call.arguments.strip_prefix(sent.as_str()) {
+            if !new.is_empty() {
+                out.push(StreamDelta::Arguments {
+                    index,
+                    text: new.to_string(),
+                });
+                sent.push_str(new);
+            }
+        }
     }
 }

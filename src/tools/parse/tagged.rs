@@ -11,30 +11,37 @@ pub struct Tags {
     pub close: &'static str,
     /// The calls between the markers; None when it is not a call (then it is prose).
     pub body: fn(&str) -> Option<Vec<ParsedCall>>,
+    /// The calls of an unclosed body as far as they have been written (see [`Piece::Open`]);
+    /// none where the family's syntax is not JSON.
+    pub open_calls: fn(&str) -> Vec<ParsedCall>,
 }
 
 pub const HERMES: Tags = Tags {
     open: "<tool_call>",
     close: "</tool_call>",
     body: |body| json::call_object(body).map(|call| vec![call]),
+    open_calls: |body| json::open_call_object(body).into_iter().collect(),
 };
 
 pub const PHI4_MINI: Tags = Tags {
     open: "<|tool_call|>",
     close: "<|/tool_call|>",
     body: json_calls,
+    open_calls: json::open_calls,
 };
 
 pub const GEMMA4: Tags = Tags {
     open: "<|tool_call>",
     close: "<tool_call|>",
     body: |body| gemma::call(body, gemma::GEMMA4_QUOTE).map(|call| vec![call]),
+    open_calls: |_| Vec::new(),
 };
 
 pub const FUNCTION_GEMMA: Tags = Tags {
     open: "<start_function_call>",
     close: "<end_function_call>",
     body: |body| gemma::call(body, gemma::FUNCTION_GEMMA_QUOTE).map(|call| vec![call]),
+    open_calls: |_| Vec::new(),
 };
 
 /// A JSON array of call objects (or one object): every one of them a call, or none is.
@@ -72,7 +79,10 @@ pub fn scan(tags: &Tags, text: &str, at_end: bool) -> Vec<Piece> {
             (Some(close), _) => (&inside[..close], start + close + tags.close.len()),
             (None, Some(next)) => (&inside[..next], start + next),
             (None, None) if at_end => (inside, rest.len()),
-            (None, None) => return pieces,
+            (None, None) => {
+                pieces.extend((tags.open_calls)(inside).into_iter().map(Piece::Open));
+                return pieces;
+            }
         };
         match (tags.body)(body) {
             Some(calls) => pieces.extend(calls.into_iter().map(Piece::Call)),

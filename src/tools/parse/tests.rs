@@ -355,7 +355,10 @@ fn every_family_has_single_parallel_and_broken_cases() {
 /// What a stream of `pieces` sent, put together as [`parse`] reads it; checks on the way that
 /// each call starts before its arguments.
 fn streamed(format: ToolFormat, pieces: &[&str]) -> Parsed {
-    let mut stream = CallStream::new(format);
+    streamed_by(CallStream::new(format), pieces)
+}
+
+fn streamed_by(mut stream: CallStream, pieces: &[&str]) -> Parsed {
     let mut deltas = Vec::new();
     for piece in pieces {
         deltas.extend(stream.push(piece));
@@ -401,6 +404,71 @@ fn a_stream_sends_what_parse_reads_however_the_answer_is_split() {
                 case.text
             );
         }
+    }
+}
+
+/// The cases whose calls are all well formed, as a grammar writes them.
+fn held_cases() -> impl Iterator<Item = &'static Case> {
+    CASES
+        .iter()
+        .filter(|case| !case.calls.is_empty() && !parse(case.format, case.text).content.contains(case.text.trim()))
+}
+
+#[test]
+fn a_stream_sending_calls_ahead_adds_up_to_what_parse_reads() {
+    for case in held_cases() {
+        let whole = parse(case.format, case.text);
+        let chars: Vec<String> = case.text.chars().map(String::from).collect();
+        let chars: Vec<&str> = chars.iter().map(String::as_str).collect();
+        assert_eq!(
+            streamed_by(CallStream::ahead(case.format), &chars),
+            whole,
+            "char by char: {}",
+            case.text
+        );
+    }
+}
+
+#[test]
+fn held_calls_stream_their_arguments_in_pieces_as_they_are_written() {
+    let mut stream = CallStream::ahead(Hermes);
+    assert_eq!(stream.push("<tool_call>\n{\"name\": \"f\", \"argu"), vec![]);
+    assert_eq!(
+        stream.push("ments\": {\"city\": \"Pa"),
+        vec![
+            StreamDelta::CallStart {
+                index: 0,
+                name: "f".into()
+            },
+            StreamDelta::Arguments {
+                index: 0,
+                text: "{\"city\": \"Pa".into()
+            },
+        ]
+    );
+    assert_eq!(
+        stream.push("ris\"}}\n</tool_call>"),
+        vec![StreamDelta::Arguments {
+            index: 0,
+            text: "ris\"}".into()
+        }]
+    );
+    assert_eq!(stream.finish(), vec![]);
+    // Every JSON family sends a call's arguments in more than one piece, char by char.
+    for format in [Hermes, SmolLm3, Llama3, Phi4Mini, Mistral, Generic] {
+        let case = held_cases()
+            .find(|c| c.format == format && c.calls.iter().any(|(_, a)| a.len() > 4))
+            .unwrap_or_else(|| panic!("{format:?} has a case with arguments"));
+        let mut stream = CallStream::ahead(format);
+        let mut pieces = 0;
+        for c in case.text.chars() {
+            let deltas = stream.push(&c.to_string());
+            pieces += deltas
+                .iter()
+                .filter(|d| matches!(d, StreamDelta::Arguments { index: 0, .. }))
+                .count();
+        }
+        assert!(pieces > 1, "{format:?}: {pieces} piece(s) for {}", case.text);
     }
 }
 

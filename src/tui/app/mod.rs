@@ -19,6 +19,7 @@ use super::terminal::{self, TerminalGuard};
 use super::ui::{self, ChatCache};
 use super::update::update;
 use crate::engine::EngineHandle;
+use crate::mcp::{ToolEvent, ToolHost};
 use crate::protocol::EngineEvent;
 use crate::stats;
 use anyhow::{Context, Result};
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc::error::TryRecvError;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::time::sleep_until;
 
 /// While loading or answering without events (elapsed times, spinner), redraw this often.
@@ -54,6 +55,8 @@ pub struct AppConfig {
     pub frame: Duration,
     /// Where stderr goes while the screen is up.
     pub log: std::path::PathBuf,
+    /// The MCP servers whose tools the model is offered.
+    pub mcp: crate::mcp::McpConfig,
 }
 
 /// The loop's own state: what is waiting to be done and when it last drew.
@@ -85,14 +88,17 @@ pub async fn run(config: AppConfig) -> Result<()> {
         sources,
         frame,
         log,
+        mcp,
     } = config;
     let engine = EngineHandle::spawn().context("cannot start the engine")?;
     let (tx, background) = unbounded_channel();
+    let tools = start_tools(&mcp, &tx);
     let runner = Runner {
         engine,
         sources,
         background: tx,
         cancel_download: Arc::new(AtomicBool::new(false)),
+        tools,
     };
     let mut signals = Signals {
         terminate: signal(SignalKind::terminate()).context("cannot watch SIGTERM")?,
@@ -120,9 +126,39 @@ pub async fn run(config: AppConfig) -> Result<()> {
     let result = app.run(&mut screen, &mut signals).await;
     // The guard restores the terminal as it drops; dropping the engine handle cancels any
     // generation and asks the worker to stop. A load in progress is not waited for: the
-    // process exits and takes the worker thread with it.
+    // process exits and takes the worker thread with it. The MCP servers' processes end.
     drop(screen);
+    if let Some(host) = &app.runner.tools {
+        host.shutdown();
+    }
     result
+}
+
+/// Starts the configured MCP servers, if any; their news comes to the loop as messages
+/// (with the tools offered after each change).
+fn start_tools(mcp: &crate::mcp::McpConfig, loop_tx: &UnboundedSender<Msg>) -> Option<ToolHost> {
+    if mcp.servers.is_empty() {
+        return None;
+    }
+    let (host, mut events) = ToolHost::start(mcp);
+    let (forward, tx) = (host.clone(), loop_tx.clone());
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let changed = matches!(
+                event,
+                ToolEvent::ServerReady { .. }
+                    | ToolEvent::ServerFailed { .. }
+                    | ToolEvent::ToolsChanged { .. }
+            );
+            if tx.send(Msg::Tool(event)).is_err() {
+                return;
+            }
+            if changed && tx.send(Msg::ToolsOffered(forward.offered())).is_err() {
+                return;
+            }
+        }
+    });
+    Some(host)
 }
 
 impl App {

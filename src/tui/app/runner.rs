@@ -1,11 +1,13 @@
 //! The effect runner: carries out what `update` asks for. Engine commands go to the worker;
 //! model scans, header reads and downloads run on threads of their own (they are file and
 //! network I/O, never done on the UI thread) and report back as messages on one channel;
-//! session files are written at once (`files`). The terminal's own effects (clear, clipboard)
-//! are the loop's, which owns the terminal.
+//! session files are written at once (`files`); tool calls go to the MCP servers' host, which
+//! answers on the loop's channel too. The terminal's own effects (clear, clipboard) are the
+//! loop's, which owns the terminal.
 
 use super::files;
 use crate::engine::EngineHandle;
+use crate::mcp::{ToolEvent, ToolHost, ToolResult};
 use crate::tui::msg::{Effect, Msg};
 use crate::tui::scan::{self, ModelSources};
 use crate::tui::state::ModelEntry;
@@ -25,6 +27,8 @@ pub struct Runner {
     pub background: UnboundedSender<Msg>,
     /// The running download's stop flag.
     pub cancel_download: Arc<AtomicBool>,
+    /// The MCP servers, when the config names any.
+    pub tools: Option<ToolHost>,
 }
 
 impl Runner {
@@ -66,6 +70,26 @@ impl Runner {
                 None
             }
             Effect::Download(file) => self.download(file),
+            Effect::CallTool {
+                call_id,
+                name,
+                arguments,
+            } => match &self.tools {
+                Some(host) => {
+                    host.call(&call_id, &name, &arguments);
+                    None
+                }
+                None => Some(Msg::Tool(ToolEvent::CallDone {
+                    call_id,
+                    result: ToolResult::failure("No MCP server is running.", Duration::ZERO),
+                })),
+            },
+            Effect::CancelTool(call_id) => {
+                if let Some(host) = &self.tools {
+                    host.cancel(&call_id);
+                }
+                None
+            }
         }
     }
 

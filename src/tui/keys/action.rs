@@ -49,6 +49,8 @@ pub enum Action {
     Session(SessionAction),
     /// Copy to the clipboard (handled in `update::copy`).
     Copy(CopyWhat),
+    /// The tool loop (handled in `update::tools`).
+    Tool(ToolAction),
     Ignore,
 }
 
@@ -79,4 +81,16 @@ pub enum CopyWhat {
     LastAnswer,
     /// The next code block, from the newest back.
     CodeBlock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolAction {
+    /// Run the call waiting for approval.
+    Once,
+    /// Run it, and every later call of its tool in this conversation.
+    Always,
+    /// Do not run it; the model is told.
+    Refuse,
+    /// Show tool results whole, or fold them to a line.
+    ToggleResults,
 }

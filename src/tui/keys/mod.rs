@@ -8,7 +8,7 @@ mod build;
 mod names;
 mod table;
 
-pub use action::{Action, CopyWhat, SessionAction};
+pub use action::{Action, CopyWhat, SessionAction, ToolAction};
 pub use table::KEYS;
 
 use super::state::State;
@@ -30,12 +30,15 @@ pub enum Context {
     SessionsRename,
     /// Waiting for y before deleting a session.
     SessionsDelete,
+    /// A tool call waiting for the user's approval.
+    Approval,
 }
 
 impl Context {
     /// The contexts in the order the help lists them.
-    pub const HELP_ORDER: [Context; 9] = [
+    pub const HELP_ORDER: [Context; 10] = [
         Context::Chat,
+        Context::Approval,
         Context::Anywhere,
         Context::Picker,
         Context::Settings,
@@ -57,6 +60,7 @@ impl Context {
             Context::Sessions => "Saved conversations (Ctrl+O)",
             Context::SessionsRename => "Saved conversations, renaming",
             Context::SessionsDelete => "Saved conversations, deleting",
+            Context::Approval => "A tool call waiting for approval",
         }
     }
 }
@@ -136,6 +140,7 @@ impl Screens {
     pub const SESSIONS: Screens = Screens(1 << 8);
     pub const SESSIONS_RENAME: Screens = Screens(1 << 9);
     pub const SESSIONS_DELETE: Screens = Screens(1 << 10);
+    pub const APPROVAL: Screens = Screens(1 << 11);
     pub const CHAT: Screens = Screens(0b1111);
 
     pub const fn or(self, other: Screens) -> Screens {

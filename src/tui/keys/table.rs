@@ -2,7 +2,7 @@
 //! them and the footer shows them. README.md's key table is the user-facing copy.
 
 use super::build::{bind, ch, ctrl, key, session_type, with};
-use super::{Action, CopyWhat, SessionAction as S};
+use super::{Action, CopyWhat, SessionAction as S, ToolAction};
 use super::{Binding, Combo, Context, Does, Screens, When};
 use crossterm::event::{KeyCode, KeyModifiers};
 use Context::*;
@@ -128,6 +128,12 @@ pub const KEYS: &[Binding] = &[
         "show or fold thinking",
     )
     .footer(&[(R.or(A), "thinking")]),
+    bind(
+        Chat,
+        &[ctrl('k')],
+        Action::Tool(ToolAction::ToggleResults),
+        "show or fold tool results",
+    ),
     bind(
         Chat,
         &[ctrl('y')],
@@ -356,6 +362,43 @@ pub const KEYS: &[Binding] = &[
         "keep it too",
     )
     .footer(&[(Screens::SESSIONS_DELETE, "keep")]),
+    // A tool call waiting for approval.
+    bind(
+        Approval,
+        &[Combo::Typed('y'), Combo::Typed('Y')],
+        Action::Tool(ToolAction::Once),
+        "run this call",
+    )
+    .footer(&[(Screens::APPROVAL, "run")]),
+    bind(
+        Approval,
+        &[Combo::Typed('a'), Combo::Typed('A')],
+        Action::Tool(ToolAction::Always),
+        "run it, and every call of this tool in this conversation",
+    )
+    .footer(&[(Screens::APPROVAL, "always")]),
+    bind(
+        Approval,
+        &[Combo::Typed('n'), Combo::Typed('N')],
+        Action::Tool(ToolAction::Refuse),
+        "refuse (the model is told)",
+    )
+    .footer(&[(Screens::APPROVAL, "refuse")]),
+    bind(
+        Approval,
+        &[key(ESC)],
+        Action::Stop,
+        "stop the tool loop",
+    )
+    .footer(&[(Screens::APPROVAL, "stop")]),
+    bind(
+        Approval,
+        &[ctrl('k')],
+        Action::Tool(ToolAction::ToggleResults),
+        "show or fold tool results",
+    ),
+    bind(Approval, &[key(KeyCode::PageUp)], Action::PageUp, "scroll up"),
+    bind(Approval, &[key(KeyCode::PageDown)], Action::PageDown, "scroll down"),
     // This help.
     bind(
         Help,

@@ -1,6 +1,7 @@
 //! The conversation as the TUI keeps it: the model-independent messages (`crate::chat`) plus
 //! what only the screen needs to know about each answer (which model wrote it, whether it was
-//! stopped or failed, its usage), and notices (model switches, errors) that are never sent.
+//! stopped or failed, its usage) and each tool result (which tool, whether it failed), and
+//! notices (model switches, errors) that are never sent.
 
 use crate::chat::{Message, Role};
 use crate::protocol::Usage;
@@ -26,6 +27,19 @@ pub struct Answer {
     pub error: Option<String>,
 }
 
+/// What the screen shows of a tool's result besides the text the model reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// The tool, as the model named it.
+    pub name: String,
+    /// The call failed, timed out or was refused: the text says why.
+    pub is_error: bool,
+    /// What was cut from the result or left out, one line.
+    pub note: Option<String>,
+    /// How long the call took; none for a call that never ran or a restored one.
+    pub elapsed_s: Option<f64>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeLevel {
     Info,
@@ -41,6 +55,11 @@ pub enum EntryBody {
     Message {
         message: Message,
         answer: Option<Answer>,
+    },
+    /// A tool's result: a `tool` message answering one of the previous answer's calls.
+    ToolResult {
+        message: Message,
+        outcome: ToolOutcome,
     },
     /// Shown in the chat, never sent to a model.
     Notice { level: NoticeLevel, text: String },
@@ -92,6 +111,21 @@ impl Conversation {
         });
     }
 
+    /// The result of call `call_id`, as the model will read it.
+    pub fn push_tool_result(&mut self, call_id: &str, text: impl Into<String>, outcome: ToolOutcome) {
+        let mut message = Message::new(Role::Tool, text);
+        message.tool_call_id = Some(call_id.to_string());
+        self.push(EntryBody::ToolResult { message, outcome });
+    }
+
+    /// Whether call `call_id` has its result.
+    pub fn has_result(&self, call_id: &str) -> bool {
+        self.entries.iter().any(|e| {
+            matches!(&e.body, EntryBody::ToolResult { message, .. }
+                if message.tool_call_id.as_deref() == Some(call_id))
+        })
+    }
+
     pub fn push_notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
         self.push(EntryBody::Notice {
             level,
@@ -135,6 +169,22 @@ impl Conversation {
             .any(|e| matches!(e.body, EntryBody::Message { .. }))
     }
 
+    /// The last answer's calls that have no result yet, in order.
+    pub fn unanswered_calls(&self) -> Vec<crate::chat::ToolCall> {
+        let Some(message) = self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::Message { message, .. } => Some(message),
+            _ => None,
+        }) else {
+            return Vec::new();
+        };
+        message
+            .tool_calls
+            .iter()
+            .filter(|call| !self.has_result(&call.id))
+            .cloned()
+            .collect()
+    }
+
     /// The history to send: the system prompt (when not empty), then every exchange. An
     /// answer that has no text (failed, or stopped before its first token) is left out with
     /// its question, because many chat templates (Gemma's, Mistral's) insist that user and
@@ -145,10 +195,17 @@ impl Conversation {
             out.push(Message::system(system_prompt));
         }
         for entry in &self.entries {
-            let EntryBody::Message { message, answer } = &entry.body else {
-                continue;
+            let (message, answer) = match &entry.body {
+                EntryBody::Message { message, answer } => (message, answer),
+                EntryBody::ToolResult { message, .. } => {
+                    out.push(message.clone());
+                    continue;
+                }
+                EntryBody::Notice { .. } => continue,
             };
-            let unanswered = answer.is_some() && message.content.trim().is_empty();
+            let unanswered = answer.is_some()
+                && message.content.trim().is_empty()
+                && message.tool_calls.is_empty();
             if unanswered {
                 if out.last().is_some_and(|m: &Message| m.role == Role::User) {
                     out.pop();
@@ -160,26 +217,13 @@ impl Conversation {
         out
     }
 
-    /// For regenerate: removes the last answer (notices after it stay, e.g. a model switch).
-    /// True when the conversation then ends with a question to answer.
+    /// For regenerate: removes the last answer (notices after it stay, e.g. a model switch),
+    /// and with it the tool loop that led to it (its calls and their results), so the
+    /// question is answered afresh. True when the conversation then ends with a question.
     pub fn drop_last_answer(&mut self) -> bool {
-        let Some(last) = self
-            .entries
-            .iter()
-            .rposition(|e| matches!(e.body, EntryBody::Message { .. }))
-        else {
-            return false;
-        };
-        if let EntryBody::Message {
-            message:
-                Message {
-                    role: Role::Assistant,
-                    ..
-                },
-            ..
-        } = &self.entries[last].body
-        {
-            self.entries.remove(last);
+        self.drop_one_answer();
+        while self.ends_in_tool_loop() {
+            self.drop_one_answer();
         }
         matches!(
             self.entries.iter().rev().find_map(|e| match &e.body {
@@ -188,6 +232,32 @@ impl Conversation {
             }),
             Some(Role::User)
         )
+    }
+
+    /// Whether the last message (of any kind) is a tool result or an answer that called tools.
+    fn ends_in_tool_loop(&self) -> bool {
+        self.entries.iter().rev().find_map(|e| match &e.body {
+            EntryBody::ToolResult { .. } => Some(true),
+            EntryBody::Message { message, .. } => Some(!message.tool_calls.is_empty()),
+            EntryBody::Notice { .. } => None,
+        }) == Some(true)
+    }
+
+    /// Removes the last answer or tool result.
+    fn drop_one_answer(&mut self) {
+        let last = self.entries.iter().rposition(|e| match &e.body {
+            EntryBody::Message { message, .. } => message.role == Role::Assistant,
+            EntryBody::ToolResult { .. } => true,
+            EntryBody::Notice { .. } => false,
+        });
+        let after_last_question = |at: usize| {
+            !self.entries[at..].iter().any(|e| {
+                matches!(&e.body, EntryBody::Message { message, .. } if message.role == Role::User)
+            })
+        };
+        if let Some(at) = last.filter(|&at| after_last_question(at)) {
+            self.entries.remove(at);
+        }
     }
 }
 
@@ -203,5 +273,51 @@ mod tests {
         c.push_user("second");
         let roles: Vec<_> = c.messages("").iter().map(|m| m.content.clone()).collect();
         assert_eq!(roles, vec!["second".to_string()]);
+    }
+
+    /// A question, an answer that calls `add`, its result, and the final answer.
+    fn tool_loop() -> Conversation {
+        let mut c = Conversation::default();
+        c.push_user("2+2?");
+        c.push_answer("m", 1);
+        if let Some((message, _)) = c.answer_mut(1) {
+            message.tool_calls.push(crate::chat::ToolCall {
+                id: "call_1".into(),
+                name: "add".into(),
+                arguments: "{}".into(),
+            });
+        }
+        let outcome = ToolOutcome {
+            name: "add".into(),
+            is_error: false,
+            note: None,
+            elapsed_s: None,
+        };
+        c.push_tool_result("call_1", "4", outcome);
+        c.push_answer("m", 2);
+        if let Some((message, _)) = c.answer_mut(2) {
+            message.content = "It is 4.".into();
+        }
+        c
+    }
+
+    #[test]
+    fn a_tool_loop_is_sent_whole_calls_and_results_in_order() {
+        let c = tool_loop();
+        let roles: Vec<Role> = c.messages("").iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+        );
+        assert_eq!(c.messages("")[2].tool_call_id.as_deref(), Some("call_1"));
+        assert!(c.unanswered_calls().is_empty());
+    }
+
+    #[test]
+    fn regenerating_after_a_tool_loop_answers_the_question_afresh() {
+        let mut c = tool_loop();
+        assert!(c.drop_last_answer());
+        let roles: Vec<Role> = c.messages("").iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User]);
     }
 }

@@ -10,14 +10,18 @@ pub mod picker;
 pub mod session;
 pub mod settings;
 pub mod stats;
+pub mod tools;
 
-pub use conversation::{Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel};
+pub use conversation::{
+    Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, ToolOutcome,
+};
 pub use input::InputState;
 pub use model::{Download, Loading, ModelState};
 pub use picker::{ModelEntry, PickerState};
 pub use session::{ListMode, SessionState, SessionsList};
 pub use settings::{Field, Settings, SettingsForm};
 pub use stats::{LiveStats, TurnPhase, TurnStats};
+pub use tools::{CallStep, CurrentCall, ToolRun, ToolsState};
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -42,13 +46,15 @@ pub enum Phase {
     Idle,
     /// A generation was asked for and has not finished, failed or been stopped.
     Answering { turn_id: u64 },
+    /// An answer called tools: a call waits for approval or runs (`State::tools.run`).
+    Tools,
 }
 
 impl Phase {
     /// The running turn, if any.
     pub fn turn_id(self) -> Option<u64> {
         match self {
-            Phase::Idle => None,
+            Phase::Idle | Phase::Tools => None,
             Phase::Answering { turn_id } => Some(turn_id),
         }
     }
@@ -103,6 +109,10 @@ pub struct State {
     pub viewport: Viewport,
     /// Show the text inside `<think>…</think>` instead of a one-line fold.
     pub show_thinking: bool,
+    /// Tool results shown whole; folded to one line otherwise.
+    pub show_tool_results: bool,
+    /// The MCP servers' tools and the tool loop.
+    pub tools: ToolsState,
     /// A one-line hint about the last key (e.g. "pick a model first"); cleared by the next.
     pub status: Option<String>,
     /// The KV-cache size asked of every load.
@@ -143,6 +153,8 @@ impl State {
             scroll: Scroll::default(),
             viewport: Viewport::default(),
             show_thinking: false,
+            show_tool_results: false,
+            tools: ToolsState::default(),
             status: None,
             context_size,
             cache_type: Default::default(),
@@ -158,9 +170,9 @@ impl State {
         self.last_turn_id
     }
 
-    /// An answer is being generated (or read from the prompt).
+    /// An answer is being generated (or read from the prompt), or its tools called.
     pub fn generating(&self) -> bool {
-        matches!(self.phase, Phase::Answering { .. })
+        matches!(self.phase, Phase::Answering { .. } | Phase::Tools)
     }
 
     /// Something is running that changes the screen without events: a load or a generation.

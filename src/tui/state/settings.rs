@@ -1,14 +1,17 @@
-//! The settings the user can change while chatting: the system prompt and the sampling
-//! parameters, and the small form that edits them one field at a time.
+//! The settings the user can change while chatting: the system prompt, the sampling
+//! parameters and the tool choice, and the small form that edits them one field at a time.
 
 use crate::protocol::sampling as ranges;
-use crate::protocol::SamplingParams;
+use crate::protocol::{SamplingParams, ToolChoice};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub system_prompt: String,
     pub sampling: SamplingParams,
     pub max_tokens: usize,
+    /// Whether the model may (auto), may not (none) or must (required) call one of the MCP
+    /// servers' tools when it answers a question.
+    pub tool_choice: ToolChoice,
 }
 
 /// The fields of the settings form, in the order shown.
@@ -22,10 +25,11 @@ pub enum Field {
     RepeatPenalty,
     MaxTokens,
     Seed,
+    ToolChoice,
 }
 
 impl Field {
-    pub const ALL: [Field; 8] = [
+    pub const ALL: [Field; 9] = [
         Field::SystemPrompt,
         Field::Temperature,
         Field::TopP,
@@ -34,6 +38,7 @@ impl Field {
         Field::RepeatPenalty,
         Field::MaxTokens,
         Field::Seed,
+        Field::ToolChoice,
     ];
 
     pub fn label(self) -> &'static str {
@@ -46,6 +51,7 @@ impl Field {
             Field::RepeatPenalty => "Repeat penalty",
             Field::MaxTokens => "Max tokens",
             Field::Seed => "Seed",
+            Field::ToolChoice => "Tool choice",
         }
     }
 
@@ -59,6 +65,7 @@ impl Field {
             Field::RepeatPenalty => "penalise recently seen tokens; 1 = off",
             Field::MaxTokens => "most tokens in one answer",
             Field::Seed => "same seed, same answer; empty = random",
+            Field::ToolChoice => "MCP tools: auto, none, or required (a call first)",
         }
     }
 
@@ -74,6 +81,12 @@ impl Field {
             Field::RepeatPenalty => p.repeat_penalty.to_string(),
             Field::MaxTokens => s.max_tokens.to_string(),
             Field::Seed => p.seed.map(|x| x.to_string()).unwrap_or_default(),
+            Field::ToolChoice => match &s.tool_choice {
+                ToolChoice::Auto => "auto".into(),
+                ToolChoice::None => "none".into(),
+                ToolChoice::Required => "required".into(),
+                ToolChoice::Named(name) => name.clone(),
+            },
         }
     }
 
@@ -94,6 +107,14 @@ impl Field {
             },
             Field::Seed if t.is_empty() => p.seed = None,
             Field::Seed => p.seed = Some(t.parse().map_err(|_| "a whole number, or empty")?),
+            Field::ToolChoice => {
+                s.tool_choice = match t.to_ascii_lowercase().as_str() {
+                    "auto" | "" => ToolChoice::Auto,
+                    "none" => ToolChoice::None,
+                    "required" => ToolChoice::Required,
+                    _ => return Err("auto, none or required".into()),
+                }
+            }
         }
         Ok(())
     }
@@ -129,6 +150,7 @@ mod tests {
             system_prompt: String::new(),
             sampling: SamplingParams::default(),
             max_tokens: 100,
+            tool_choice: ToolChoice::Auto,
         }
     }
 
@@ -149,5 +171,9 @@ mod tests {
         assert!(err.contains("0 to 1"), "{err}");
         assert_eq!(s, settings());
         assert!(Field::MaxTokens.apply(&mut s, "0").is_err());
+        assert!(Field::ToolChoice.apply(&mut s, "sometimes").is_err());
+        assert_eq!(s, settings());
+        Field::ToolChoice.apply(&mut s, "Required").unwrap();
+        assert_eq!(s.tool_choice, ToolChoice::Required);
     }
 }

@@ -56,6 +56,8 @@ pub struct LiveStats {
     pub rates: VecDeque<u64>,
     pub rss: Option<u64>,
     pub peak_rss: Option<u64>,
+    /// How long the last tool call took (seconds).
+    pub tool_s: Option<f64>,
 }
 
 impl LiveStats {

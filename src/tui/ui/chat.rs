@@ -1,13 +1,17 @@
 //! The chat pane: every entry of the conversation as wrapped lines (Markdown for answers,
 //! thinking folded or dimmed), scrolled to the state's position. Lines of entries that did
 //! not change are cached, so a frame while streaming renders only the answer being written.
+//! An answer's tool calls follow its text; each result is its own block, one line folded.
 
 use super::markdown;
 use super::theme;
 use super::wrap::{self, Wrapper};
 use crate::chat::split_thinking;
 use crate::stats::human_bytes;
-use crate::tui::state::{Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State};
+use crate::chat::{Message, ToolCall};
+use crate::tui::state::{
+    Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State, ToolOutcome,
+};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -16,14 +20,21 @@ use ratatui::Frame;
 use std::collections::HashMap;
 
 /// Wrapped lines of entries, keyed by entry id; valid while revision, width and the thinking
-/// toggle are unchanged.
+/// and tool-result toggles are unchanged.
 #[derive(Default)]
 pub struct ChatCache {
     entries: HashMap<u64, CachedEntry>,
 }
 
+/// The toggles that change how entries are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct View {
+    show_thinking: bool,
+    show_tool_results: bool,
+}
+
 struct CachedEntry {
-    key: (u64, usize, bool),
+    key: (u64, usize, View),
     lines: Vec<Line<'static>>,
 }
 
@@ -53,16 +64,20 @@ pub fn render(
     };
     // Wrap what changed; everything else comes from the cache.
     for entry in &state.conversation.entries {
-        let key = (entry.rev, width, state.show_thinking);
+        let view = View {
+            show_thinking: state.show_thinking,
+            show_tool_results: state.show_tool_results,
+        };
+        let key = (entry.rev, width, view);
         let cached = cache
             .entries
             .entry(entry.id)
             .or_insert_with(|| CachedEntry {
-                key: (u64::MAX, 0, false),
+                key: (u64::MAX, 0, View::default()),
                 lines: Vec::new(),
             });
         if cached.key != key {
-            cached.lines = entry_lines(entry, width, state.show_thinking);
+            cached.lines = entry_lines(entry, width, view);
             cached.key = key;
         }
     }
@@ -128,7 +143,7 @@ fn welcome(state: &State, width: usize) -> Vec<Line<'static>> {
     wrap::plain(&text, width, theme::dim(), "")
 }
 
-fn entry_lines(entry: &Entry, width: usize, show_thinking: bool) -> Vec<Line<'static>> {
+fn entry_lines(entry: &Entry, width: usize, view: View) -> Vec<Line<'static>> {
     let mut lines = match &entry.body {
         EntryBody::Notice { level, text } => {
             let style = match level {
@@ -147,8 +162,15 @@ fn entry_lines(entry: &Entry, width: usize, show_thinking: bool) -> Vec<Line<'st
             w.text(text, style);
             w.finish()
         }
+        EntryBody::ToolResult { message, outcome } => {
+            tool_result_lines(message, outcome, width, view.show_tool_results)
+        }
         EntryBody::Message { message, answer } => match (message.role, answer) {
-            (_, Some(answer)) => answer_lines(&message.content, answer, width, show_thinking),
+            (_, Some(answer)) => {
+                let mut lines = answer_lines(&message.content, answer, width, view.show_thinking);
+                lines.extend(message.tool_calls.iter().flat_map(|c| call_lines(c, width)));
+                lines
+            }
             (_, None) => {
                 let mut lines = vec![Line::from(Span::styled("You", theme::user_label()))];
                 lines.extend(wrap::plain(&message.content, width, Style::default(), ""));
@@ -237,6 +259,78 @@ fn answer_lines(
             vec![Span::styled("  ", theme::error())],
         );
         w.text(error, theme::error());
+        lines.extend(w.finish());
+    }
+    lines
+}
+
+/// One call: the tool's name and its arguments as the model wrote them.
+fn call_lines(call: &ToolCall, width: usize) -> Vec<Line<'static>> {
+    let mut w = Wrapper::new(width);
+    w.set_prefix(
+        vec![Span::styled("⚙ ", theme::info())],
+        vec![Span::styled("  ", theme::info())],
+    );
+    w.text(&call.name, theme::model_label());
+    w.text(" ", Style::default());
+    w.text(call.arguments.trim(), theme::dim());
+    w.finish()
+}
+
+/// A tool's result: a header (tool, time, size), then its first line (folded) or all of it.
+fn tool_result_lines(
+    message: &Message,
+    outcome: &ToolOutcome,
+    width: usize,
+    unfolded: bool,
+) -> Vec<Line<'static>> {
+    let text = message.content.trim_end();
+    let count = text.lines().count();
+    let mut header = vec![
+        Span::styled("↳ ", theme::info()),
+        Span::styled(outcome.name.clone(), theme::model_label()),
+    ];
+    if outcome.is_error {
+        header.push(Span::styled(" · failed", theme::error()));
+    }
+    if let Some(s) = outcome.elapsed_s {
+        header.push(Span::styled(format!(" · {s:.1} s"), theme::dim()));
+    }
+    let fold = if unfolded { "Ctrl+O folds" } else { "Ctrl+O shows" };
+    let lines_word = if count == 1 { "line" } else { "lines" };
+    header.push(Span::styled(
+        format!(" · {count} {lines_word} · {fold}"),
+        theme::dim(),
+    ));
+    let mut lines = vec![Line::from(header)];
+    let style = if outcome.is_error {
+        theme::error()
+    } else {
+        Style::default()
+    };
+    let bar = vec![Span::styled("│ ", theme::dim())];
+    let mut w = Wrapper::new(width);
+    w.set_prefix(bar.clone(), bar);
+    if unfolded {
+        for line in text.split('\n') {
+            w.text(line, style);
+            w.end_line();
+        }
+        lines.extend(w.finish());
+    } else {
+        // One line: the first line, cut to the width.
+        let first = text.lines().next().unwrap_or("");
+        let room = width.saturating_sub(3);
+        let mut shown: String = first.chars().take(room).collect();
+        if first.chars().count() > room || count > 1 {
+            shown.push('…');
+        }
+        w.text(&shown, style);
+        lines.extend(w.finish().into_iter().take(1));
+    }
+    if let Some(note) = &outcome.note {
+        let mut w = Wrapper::new(width);
+        w.text(&format!("✂ {note}"), theme::warning());
         lines.extend(w.finish());
     }
     lines

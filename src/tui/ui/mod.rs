@@ -70,6 +70,9 @@ pub fn render(frame: &mut Frame, state: &State, cache: &mut ChatCache) -> Viewpo
 }
 
 fn input(frame: &mut Frame, area: Rect, state: &State) {
+    if let Some(call) = state.tools.asking() {
+        return approval(frame, area, call);
+    }
     let (title, style) = match (&state.status, &state.model.loading) {
         (Some(status), _) => (format!(" {status} "), theme::warning()),
         (None, Some(_)) => (
@@ -94,6 +97,27 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
         ..inner
     };
     frame.render_widget(&state.input.textarea, text);
+}
+
+/// In the input box's place while a call waits: what will run, and the question.
+fn approval(frame: &mut Frame, area: Rect, call: &crate::chat::ToolCall) {
+    let title = format!(" run {}? y once · a always · n refuse · Esc stop ", call.name);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme::warning())
+        .title(Span::styled(title, theme::warning()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let text = Line::from(vec![
+        Span::styled(format!("{} ", call.name), theme::model_label()),
+        Span::raw(call.arguments.trim().to_string()),
+    ]);
+    let text_area = Rect {
+        x: inner.x + 1,
+        width: inner.width.saturating_sub(1),
+        ..inner
+    };
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), text_area);
 }
 
 /// The keys that matter now. When they do not all fit, the middle ones give way: the first

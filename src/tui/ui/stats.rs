@@ -261,7 +261,7 @@ fn phase_rows(rows: &mut Vec<Row>, state: &State) {
 fn turn_rows(rows: &mut Vec<Row>, state: &State) {
     let turn = match state.phase {
         Phase::Answering { .. } => state.stats.turn.as_ref().map(|t| t.phase),
-        Phase::Idle => None,
+        Phase::Idle | Phase::Tools => None,
     };
     match turn {
         Some(TurnPhase::ReadingPrompt { done, total }) => {
@@ -314,6 +314,27 @@ fn rate_rows(rows: &mut Vec<Row>, state: &State) {
     server_rows(rows, state);
 }
 
+/// The MCP tools: how many the model is offered, the call running or waiting, the last
+/// call's time. Nothing when no server offers any and none was called.
+fn tool_row(rows: &mut Vec<Row>, state: &State) {
+    let tools = &state.tools;
+    let value = if let Some((call, started)) = tools.running() {
+        let s = state.now.saturating_duration_since(started).as_secs_f64();
+        format!("{} running {s:.1} s", call.name)
+    } else if let Some(call) = tools.asking() {
+        format!("{} waits: y/a/n", call.name)
+    } else if !tools.offered.is_empty() || state.stats.tool_s.is_some() {
+        let last = state
+            .stats
+            .tool_s
+            .map_or(String::new(), |s| format!(" · last {s:.1} s"));
+        format!("{} offered{last}", tools.offered.len())
+    } else {
+        return;
+    };
+    rows.push(field(2, "tools", value, Style::default()));
+}
+
 /// The context used (with its gauge), cached tokens, the KV cache's format and full size,
 /// memory, threads and the kernel path, dropped messages.
 fn context_rows(rows: &mut Vec<Row>, state: &State) {
@@ -342,6 +363,7 @@ fn context_rows(rows: &mut Vec<Row>, state: &State) {
         or_dash(cached, |c| format!("{c} tok reused")),
         plain,
     ));
+    tool_row(rows, state);
     // What the cache will take at a full context, so the memory row's growth is no surprise.
     // A remote's cache is the server's business.
     let cache = state

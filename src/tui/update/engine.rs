@@ -2,8 +2,9 @@
 //! end of a turn; and the worker itself gone. Events of a turn that is no longer running are
 //! ignored, except its final figures.
 
-use super::{sessions, turn};
+use super::{sessions, tools, turn};
 use crate::protocol::{EngineEvent, ModelInfo};
+use crate::chat::ToolCall;
 use crate::protocol::{StopReason, Usage};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, NoticeLevel, Phase, State};
@@ -29,10 +30,19 @@ pub(super) fn event(state: &mut State, event: EngineEvent, fx: &mut Vec<Effect>)
             }
             state.stats.token(state.now);
         }
-        EngineEvent::Finished { turn_id, usage, .. } => {
-            finished(state, turn_id, usage);
+        EngineEvent::Finished {
+            turn_id,
+            usage,
+            tool_calls,
+        } => {
+            let calls = finished(state, turn_id, usage, tool_calls);
             // A finished (or stopped) answer is saved as soon as it ends.
             sessions::autosave(state, fx);
+            match calls {
+                true => tools::called(state, fx),
+                false if Some(turn_id) == active => tools::end(state),
+                false => {}
+            }
         }
         EngineEvent::Failed {
             turn_id: Some(turn_id),
@@ -98,9 +108,15 @@ fn loaded(state: &mut State, info: ModelInfo, notices: Vec<String>) {
     state.model.loaded = Some(info);
 }
 
-fn finished(state: &mut State, turn_id: u64, usage: Usage) {
+/// The answer of `turn_id` ended; true when it is the running turn's and called tools.
+fn finished(state: &mut State, turn_id: u64, usage: Usage, calls: Vec<ToolCall>) -> bool {
     let stopped = usage.stop == Some(StopReason::Cancelled);
-    if let Some((_, answer)) = state.conversation.answer_mut(turn_id) {
+    let running = state.phase.turn_id() == Some(turn_id);
+    let calling = running && !stopped && !calls.is_empty();
+    if let Some((message, answer)) = state.conversation.answer_mut(turn_id) {
+        if calling {
+            message.tool_calls = calls;
+        }
         if answer.status == AnswerStatus::Streaming {
             answer.status = if stopped {
                 AnswerStatus::Stopped
@@ -118,6 +134,7 @@ fn finished(state: &mut State, turn_id: u64, usage: Usage) {
             state.stats.finish(usage);
         }
     }
+    calling
 }
 
 /// The engine thread is gone: the running turn fails, and nothing more can be asked.

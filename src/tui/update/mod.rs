@@ -4,14 +4,16 @@
 //! So every behaviour is a unit test away (tests/tui/update.rs).
 //!
 //! The helpers are children of this module, each for one job: `turn` (asking, stopping,
-//! loading), `engine` (what the worker reports), `copy`, `downloads`, `sessions`, and
-//! `overlays` (the picker, the settings form and the help).
+//! loading), `engine` (what the worker reports), `tools` (the tool loop and the MCP servers'
+//! news), `copy`, `downloads`, `sessions`, and `overlays` (the picker, the settings form and
+//! the help).
 
 mod copy;
 mod downloads;
 mod engine;
 mod overlays;
 mod sessions;
+mod tools;
 mod turn;
 
 pub use copy::{code_blocks, CodeBlock};
@@ -53,6 +55,8 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
         }
         Msg::Session(msg) => sessions::message(state, msg),
         Msg::CopyFailed(why) => state.status = Some(format!("Could not copy: {why}")),
+        Msg::Tool(event) => tools::event(state, event, &mut fx),
+        Msg::ToolsOffered(offered) => tools::offered(state, offered),
     }
     fx
 }
@@ -115,6 +119,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::Edit(key) => state.input.key(key),
         Action::Session(action) => sessions::act(state, action, fx),
         Action::Copy(what) => copy::act(state, what, fx),
+        Action::Tool(action) => tools::approve(state, action, fx),
         Action::Ignore => {}
         overlay => overlays::act(state, overlay, fx),
     }

@@ -7,7 +7,9 @@ use crate::chat::Role;
 use crate::sessions::{export, time, SavedMessage, SavedSampling, SavedStatus, Session};
 use crate::tui::keymap::SessionAction;
 use crate::tui::msg::{Effect, SessionEffect, SessionMsg};
-use crate::tui::state::{AnswerStatus, EntryBody, ListMode, NoticeLevel, Overlay, State};
+use crate::tui::state::{
+    AnswerStatus, EntryBody, ListMode, NoticeLevel, Overlay, State, ToolOutcome,
+};
 
 /// The conversation as a record to save. Its first save gives it an id: the time and the tag
 /// the app drew ahead (a new one is asked for at once).
@@ -33,19 +35,23 @@ pub(super) fn record(state: &mut State, fx: &mut Vec<Effect>) -> Session {
     session.title = state.session.title.clone();
     session.updated_at = wall;
     for entry in &state.conversation.entries {
-        let EntryBody::Message { message, answer } = &entry.body else {
-            continue;
-        };
         let at = *state.session.times.entry(entry.id).or_insert(wall);
-        let mut saved = SavedMessage {
-            role: message.role,
-            content: message.content.clone(),
-            at,
-            model: None,
-            status: None,
-            error: None,
-            usage: None,
+        let (message, answer) = match &entry.body {
+            EntryBody::Message { message, answer } => (message, answer),
+            EntryBody::ToolResult { message, outcome } => {
+                session.messages.push(SavedMessage {
+                    tool_call_id: message.tool_call_id.clone(),
+                    tool_name: Some(outcome.name.clone()),
+                    is_error: outcome.is_error,
+                    note: outcome.note.clone(),
+                    ..SavedMessage::plain(message.role, message.content.clone(), at)
+                });
+                continue;
+            }
+            EntryBody::Notice { .. } => continue,
         };
+        let mut saved = SavedMessage::plain(message.role, message.content.clone(), at);
+        saved.tool_calls = message.tool_calls.clone();
         if let Some(a) = answer {
             saved.model = Some(a.model.clone());
             saved.status = Some(match a.status {
@@ -109,6 +115,7 @@ pub fn restore(state: &mut State, session: Session) {
                 state.conversation.push_answer(model, turn_id);
                 if let Some((message, answer)) = state.conversation.answer_mut(turn_id) {
                     message.content = m.content.clone();
+                    message.tool_calls = m.tool_calls.clone();
                     answer.status = match m.status {
                         Some(SavedStatus::Stopped) => AnswerStatus::Stopped,
                         Some(SavedStatus::Failed) => AnswerStatus::Failed,
@@ -118,10 +125,20 @@ pub fn restore(state: &mut State, session: Session) {
                     answer.usage = m.usage.as_ref().map(Into::into);
                 }
             }
-            // The format allows only user and assistant messages here.
-            Role::User | Role::System | Role::Tool => {
-                state.conversation.push_user(m.content.clone())
+            Role::Tool => {
+                let outcome = ToolOutcome {
+                    name: m.tool_name.clone().unwrap_or_else(|| "tool".into()),
+                    is_error: m.is_error,
+                    note: m.note.clone(),
+                    elapsed_s: None,
+                };
+                let call_id = m.tool_call_id.as_deref().unwrap_or_default();
+                state
+                    .conversation
+                    .push_tool_result(call_id, m.content.clone(), outcome);
             }
+            // The format allows no system message here.
+            Role::User | Role::System => state.conversation.push_user(m.content.clone()),
         }
         if let Some(entry) = state.conversation.entries.last() {
             state.session.times.insert(entry.id, m.at);

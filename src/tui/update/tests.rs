@@ -24,6 +24,7 @@ impl Test {
             system_prompt: String::new(),
             sampling: Default::default(),
             max_tokens: 16,
+            tool_choice: Default::default(),
         };
         let mut state = State::new(settings, 512, PathBuf::from("/models"), now);
         state.session.dir = PathBuf::from("/sessions");
@@ -263,3 +264,6 @@ fn help_scrolls_within_its_lines() {
     t.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(t.state.overlay, Overlay::None);
 }
+
+#[path = "tests_tools.rs"]
+mod tools;

@@ -1,9 +1,9 @@
 //! A turn from the user's side: sending a question, regenerating, stopping, and loading a
 //! model (which stops any turn first). Each starts or ends `State::phase`.
 
-use super::sessions;
+use super::{sessions, tools};
 use crate::engine::EngineCommand;
-use crate::protocol::{GenerateRequest, LoadRequest};
+use crate::protocol::{GenerateRequest, LoadRequest, ToolChoice, ToolSet};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State};
 
@@ -28,9 +28,41 @@ pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
     generate(state, fx);
 }
 
-/// Starts a turn that answers the conversation as it stands (ending with a question).
+/// Starts a turn that answers the conversation as it stands (ending with a question), with
+/// the servers' tools as the user's tool choice says.
 fn generate(state: &mut State, fx: &mut Vec<Effect>) {
+    state.tools.run = None;
+    // The user's choice holds for a question's first round; later rounds are `auto`, so the
+    // loop can end in prose.
+    let tools = offered_tools(state, state.settings.tool_choice.clone());
+    generate_with(state, tools, fx);
+}
+
+/// After a round of calls: the model reads their results and answers, free to call again
+/// (`with_tools`) or not.
+pub(super) fn answer_tool_results(state: &mut State, with_tools: bool, fx: &mut Vec<Effect>) {
+    let tools = match with_tools {
+        true => offered_tools(state, ToolChoice::Auto),
+        false => None,
+    };
+    generate_with(state, tools, fx);
+}
+
+/// The tools to offer with `choice`: none when no server offers any or the choice is none.
+fn offered_tools(state: &State, choice: ToolChoice) -> Option<ToolSet> {
+    if state.tools.offered.is_empty() || choice == ToolChoice::None {
+        return None;
+    }
+    Some(ToolSet {
+        tools: state.tools.offered.iter().map(|t| t.spec.clone()).collect(),
+        choice,
+        parallel: true,
+    })
+}
+
+fn generate_with(state: &mut State, tools: Option<ToolSet>, fx: &mut Vec<Effect>) {
     let Some(model) = state.model.answering_name().map(str::to_string) else {
+        state.status = Some("No model loaded: Ctrl+P picks one".into());
         return;
     };
     let messages = state.conversation.messages(&state.settings.system_prompt);
@@ -39,19 +71,24 @@ fn generate(state: &mut State, fx: &mut Vec<Effect>) {
     state.phase = Phase::Answering { turn_id };
     state.stats.start_turn(state.now);
     state.scroll.follow = true;
-    fx.push(Effect::Send(EngineCommand::Generate(
-        GenerateRequest::chat(
+    fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
+        tools,
+        ..GenerateRequest::chat(
             turn_id,
             messages,
             false,
             state.settings.sampling.clone(),
             state.settings.max_tokens,
-        ),
-    )));
+        )
+    })));
 }
 
 pub(super) fn stop(state: &mut State, fx: &mut Vec<Effect>) {
-    if state.generating() {
+    if state.phase == Phase::Tools {
+        tools::stop(state, fx);
+        sessions::autosave(state, fx);
+        state.status = Some("Stopped the tool loop".into());
+    } else if state.generating() {
         cancel_active(state, fx);
         sessions::autosave(state, fx);
         state.status = Some("Stopped".into());
@@ -64,6 +101,10 @@ pub(super) fn stop(state: &mut State, fx: &mut Vec<Effect>) {
 /// Cancels the running turn, if any: its answer keeps its text and is marked stopped. Its
 /// late events are ignored (their turn is no longer the active one), except the final usage.
 pub(super) fn cancel_active(state: &mut State, fx: &mut Vec<Effect>) {
+    if state.phase == Phase::Tools {
+        tools::stop(state, fx);
+    }
+    state.tools.run = None;
     if let Phase::Answering { turn_id } = state.phase {
         fx.push(Effect::Cancel(turn_id));
         if let Some((_, answer)) = state.conversation.answer_mut(turn_id) {

@@ -48,6 +48,7 @@ pub fn settings() -> Settings {
             ..SamplingParams::default()
         },
         max_tokens: 256,
+        tool_choice: Default::default(),
     }
 }
 
