@@ -92,7 +92,7 @@ impl ToolHost {
 
     /// Blocks until every enabled server is ready or failed, or `limit` passed.
     pub fn wait_ready(&self, limit: Duration) {
-        self.inner.shared.wait_settled(limit);
+        self.inner.shared.wait_settled(limit, None);
     }
 
     /// Each configured server: name, state, tools, log file.
@@ -200,7 +200,9 @@ impl ToolHost {
         let serde_json::Value::Object(arguments) = arguments else {
             return fail("the arguments must be a JSON object".into());
         };
-        self.wait_ready(super::connect::START_LIMIT);
+        self.inner
+            .shared
+            .wait_settled(super::connect::START_LIMIT, Some(index));
         let known = {
             let slots = self.inner.shared.slots();
             let status = &slots[index].status;

@@ -152,12 +152,15 @@ impl Shared {
         }
     }
 
-    /// Waits until no enabled server is starting, or `limit` passed.
-    pub fn wait_settled(&self, limit: Duration) {
+    /// Waits until no enabled server (or only server `only`) is starting, or `limit` passed.
+    pub fn wait_settled(&self, limit: Duration, only: Option<usize>) {
         let slots = self.slots();
-        let _ = self.changed.wait_timeout_while(slots, limit, |s| {
+        let starting = |s: &mut Vec<Slot>| {
             s.iter()
-                .any(|slot| slot.status.state == ServerState::Starting)
-        });
+                .enumerate()
+                .filter(|(i, _)| only.is_none_or(|o| o == *i))
+                .any(|(_, slot)| slot.status.state == ServerState::Starting)
+        };
+        let _ = self.changed.wait_timeout_while(slots, limit, starting);
     }
 }

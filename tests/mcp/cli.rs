@@ -49,11 +49,26 @@ fn mcp_list_shows_each_server_its_tools_and_a_failure_with_its_log_and_exits_zer
     let out = taper(home.path(), &["mcp", "list"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("imported  (stdio: ") && stdout.contains("ready, 1 tools"), "{stdout}");
-    assert!(stdout.contains("  echo") && stdout.contains("Says the text back."), "{stdout}");
-    assert!(stdout.contains("  add ") && stdout.contains("Adds two integers."), "{stdout}");
-    assert!(stdout.contains("broken  (stdio: ") && stdout.contains("failed: `broken` exited"), "{stdout}");
-    assert!(stdout.contains("log: ") && stdout.contains("mcp-broken.log"), "{stdout}");
+    assert!(
+        stdout.contains("imported  (stdio: ") && stdout.contains("ready, 1 tools"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  echo") && stdout.contains("Says the text back."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  add ") && stdout.contains("Adds two integers."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("broken  (stdio: ") && stdout.contains("failed: `broken` exited"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("log: ") && stdout.contains("mcp-broken.log"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("hidden-value-42") && !text(&out.stderr).contains("hidden-value-42"));
 }
 
@@ -61,15 +76,26 @@ fn mcp_list_shows_each_server_its_tools_and_a_failure_with_its_log_and_exits_zer
 fn mcp_call_prints_the_result_and_fails_with_the_message_on_an_error() {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.toml"), py_table("py", "\"tools\"")).unwrap();
-    let out = taper(home.path(), &["mcp", "call", "py", "add", r#"{"a": 20, "b": 22}"#]);
+    let out = taper(
+        home.path(),
+        &["mcp", "call", "py", "add", r#"{"a": 20, "b": 22}"#],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "42\n");
     let failed = taper(home.path(), &["mcp", "call", "py", "fail"]);
     assert_eq!(failed.status.code(), Some(1));
-    assert!(text(&failed.stderr).contains("failed on purpose"), "{}", text(&failed.stderr));
+    assert!(
+        text(&failed.stderr).contains("failed on purpose"),
+        "{}",
+        text(&failed.stderr)
+    );
     let bad = taper(home.path(), &["mcp", "call", "py", "add", "{oops"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(text(&bad.stderr).contains("not valid JSON"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("not valid JSON"),
+        "{}",
+        text(&bad.stderr)
+    );
 }
 
 #[test]
@@ -80,7 +106,10 @@ fn a_broken_config_makes_mcp_list_fail_with_a_sentence() {
     let out = taper(home.path(), &["mcp", "list"]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("config.toml") && stderr.contains("both `command` and `url`"), "{stderr}");
+    assert!(
+        stderr.contains("config.toml") && stderr.contains("both `command` and `url`"),
+        "{stderr}"
+    );
     let import = "[mcp]\nimport = [\"nothing-here.json\"]\n";
     std::fs::write(home.path().join("config.toml"), import).unwrap();
     let out = taper(home.path(), &["mcp", "list"]);
@@ -97,7 +126,11 @@ fn peak_kib(pid: u32) -> Option<u64> {
 #[test]
 fn a_100_mb_answer_does_not_blow_up_the_client_s_memory() {
     let home = tempfile::tempdir().unwrap();
-    std::fs::write(home.path().join("config.toml"), py_table("big", "\"tools\"")).unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        py_table("big", "\"tools\""),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_taper"))
         .args(["mcp", "call", "big", "huge", r#"{"megabytes": 100}"#])
         .env("TAPER_HOME", home.path())
@@ -112,8 +145,15 @@ fn a_100_mb_answer_does_not_blow_up_the_client_s_memory() {
     }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("more than 16 MiB"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("more than 16 MiB"),
+        "{}",
+        text(&out.stderr)
+    );
     // rmcp reads a line into a buffer of at most 16 MiB and drops the rest as it comes.
-    eprintln!("peak memory of `taper mcp call` for a 100 MB answer: {} MiB", peak / 1024);
+    eprintln!(
+        "peak memory of `taper mcp call` for a 100 MB answer: {} MiB",
+        peak / 1024
+    );
     assert!(peak < 120 * 1024, "peak {peak} KiB");
 }

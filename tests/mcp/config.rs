@@ -45,11 +45,20 @@ headers = { Authorization = "Bearer abc" }
     assert!(!files.tool_enabled("delete") && files.tool_enabled("read_file"));
     assert_eq!(mcp.timeout(files).as_secs(), 5);
     let web = &mcp.servers["web"];
-    assert_eq!((web.approval("x"), mcp.timeout(web).as_secs()), (Approval::Ask, 30));
+    assert_eq!(
+        (web.approval("x"), mcp.timeout(web).as_secs()),
+        (Approval::Ask, 30)
+    );
     assert_eq!(web.transport(), "http://127.0.0.1:8931/mcp");
-    assert_eq!(files.transport(), "stdio: npx -y @modelcontextprotocol/server-filesystem /tmp");
+    assert_eq!(
+        files.transport(),
+        "stdio: npx -y @modelcontextprotocol/server-filesystem /tmp"
+    );
     let defaults = McpConfig::default();
-    assert_eq!((defaults.max_rounds(), defaults.max_result_chars()), (8, 8000));
+    assert_eq!(
+        (defaults.max_rounds(), defaults.max_result_chars()),
+        (8, 8000)
+    );
 }
 
 #[test]
@@ -125,10 +134,20 @@ fn a_broken_or_missing_import_is_an_error_naming_the_file() {
         Config::load(&config, true).unwrap_err().to_string()
     };
     let e = load(&broken.display().to_string());
-    assert!(e.contains("broken.json") && e.contains("not an MCP servers file"), "{e}");
+    assert!(
+        e.contains("broken.json") && e.contains("not an MCP servers file"),
+        "{e}"
+    );
     let e = load("missing.json");
-    assert!(e.contains("missing.json") && e.contains("cannot read"), "{e}");
-    std::fs::write(&broken, r#"{"mcpServers": {"a": {"url": "http://h", "type": "grpc"}}}"#).unwrap();
+    assert!(
+        e.contains("missing.json") && e.contains("cannot read"),
+        "{e}"
+    );
+    std::fs::write(
+        &broken,
+        r#"{"mcpServers": {"a": {"url": "http://h", "type": "grpc"}}}"#,
+    )
+    .unwrap();
     let e = load(&broken.display().to_string());
     assert!(e.contains("broken.json") && e.contains("grpc"), "{e}");
 }

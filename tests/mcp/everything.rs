@@ -21,8 +21,12 @@ fn everything_js() -> PathBuf {
         let dir = PathBuf::from(home).join(".cache/taper-test-npm");
         let js = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         let version = dir.join("node_modules/@modelcontextprotocol/server-everything/package.json");
-        let pinned = std::fs::read_to_string(&version)
-            .is_ok_and(|p| p.contains(&format!("\"version\": \"{}\"", &PACKAGE[PACKAGE.rfind('@').unwrap() + 1..])));
+        let pinned = std::fs::read_to_string(&version).is_ok_and(|p| {
+            p.contains(&format!(
+                "\"version\": \"{}\"",
+                &PACKAGE[PACKAGE.rfind('@').unwrap() + 1..]
+            ))
+        });
         if !pinned {
             std::fs::create_dir_all(&dir).unwrap();
             let installed = Command::new("npm")
@@ -32,7 +36,11 @@ fn everything_js() -> PathBuf {
                 .expect("npm (scripts/test installs Debian's nodejs and npm)");
             assert!(installed.success(), "npm install {PACKAGE} failed");
         }
-        assert!(js.is_file(), "{} is missing after npm install", js.display());
+        assert!(
+            js.is_file(),
+            "{} is missing after npm install",
+            js.display()
+        );
         js
     })
     .clone()
@@ -42,7 +50,11 @@ fn everything_js() -> PathBuf {
 fn stdio_server(token: &str) -> ServerConfig {
     ServerConfig {
         command: Some("node".into()),
-        args: vec![everything_js().display().to_string(), "stdio".into(), token.into()],
+        args: vec![
+            everything_js().display().to_string(),
+            "stdio".into(),
+            token.into(),
+        ],
         ..ServerConfig::default()
     }
 }
@@ -53,7 +65,10 @@ fn the_reference_server_over_stdio_lists_its_tools_and_answers_calls() {
     let status = &host.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
     let names: Vec<&str> = status.tools.iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"echo") && names.contains(&"get-sum"), "{names:?}");
+    assert!(
+        names.contains(&"echo") && names.contains(&"get-sum"),
+        "{names:?}"
+    );
     let echo = host.call_blocking("everything", "echo", serde_json::json!({"message": "hi"}));
     assert_eq!((echo.text.as_str(), echo.is_error), ("Echo: hi", false));
     let sum = host.call_blocking("everything", "get-sum", serde_json::json!({"a": 2, "b": 3}));
@@ -95,7 +110,10 @@ fn the_reference_server_over_streamable_http_answers_calls() {
     let server = HttpServer(child);
     let deadline = Instant::now() + PATIENCE;
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server-everything did not listen");
+        assert!(
+            Instant::now() < deadline,
+            "server-everything did not listen"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut config = ServerConfig {
@@ -109,9 +127,19 @@ fn the_reference_server_over_streamable_http_answers_calls() {
     let (host, _events) = start(vec![("remote-everything", config)]);
     let status = &host.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
-    assert_eq!((status.log.as_ref(), status.transport.as_str()), (None, &*format!("http://127.0.0.1:{port}/mcp")));
-    let echo = host.call_blocking("remote-everything", "echo", serde_json::json!({"message": "over http"}));
-    assert_eq!((echo.text.as_str(), echo.is_error), ("Echo: over http", false));
+    assert_eq!(
+        (status.log.as_ref(), status.transport.as_str()),
+        (None, &*format!("http://127.0.0.1:{port}/mcp"))
+    );
+    let echo = host.call_blocking(
+        "remote-everything",
+        "echo",
+        serde_json::json!({"message": "over http"}),
+    );
+    assert_eq!(
+        (echo.text.as_str(), echo.is_error),
+        ("Echo: over http", false)
+    );
     host.shutdown();
     drop(server);
 }
@@ -126,7 +154,10 @@ fn an_http_server_that_is_not_there_fails_with_a_sentence() {
     let ServerState::Failed(why) = &host.servers()[0].state else {
         panic!("{:?}", host.servers());
     };
-    assert!(why.starts_with("`nowhere` at http://127.0.0.1:") && !why.contains('\n'), "{why}");
+    assert!(
+        why.starts_with("`nowhere` at http://127.0.0.1:") && !why.contains('\n'),
+        "{why}"
+    );
     host.shutdown();
 }
 

@@ -11,7 +11,11 @@ fn a_server_crashing_mid_call_fails_that_call_and_the_others_go_on() {
     ]);
     let r = host.call_blocking("crasher", "crash", serde_json::json!({}));
     assert!(r.is_error, "{r:?}");
-    assert!(r.text.contains("`crasher` exited") && r.text.contains("exit status: 3"), "{}", r.text);
+    assert!(
+        r.text.contains("`crasher` exited") && r.text.contains("exit status: 3"),
+        "{}",
+        r.text
+    );
     let message = event(&mut events, |e| match e {
         ToolEvent::ServerFailed { server, message } if server == "crasher" => Some(message),
         _ => None,
@@ -23,7 +27,10 @@ fn a_server_crashing_mid_call_fails_that_call_and_the_others_go_on() {
     // Its tools are no longer offered; calling one is an error result, not a hang.
     assert!(host.offered().iter().all(|t| t.server != "crasher"));
     let again = host.call_blocking("crasher", "echo", serde_json::json!({"text": "x"}));
-    assert!(again.is_error && again.text.contains("not running"), "{again:?}");
+    assert!(
+        again.is_error && again.text.contains("not running"),
+        "{again:?}"
+    );
     host.call("s", "echo", r#"{"text": "still here"}"#);
     assert_eq!(call_done(&mut events, "s").text, "still here");
     let log = std::fs::read_to_string(host.servers()[0].log.clone().unwrap()).unwrap();
@@ -46,7 +53,10 @@ fn an_answer_over_the_message_limit_fails_its_call_at_once_and_the_server_goes_o
     let (host, _events) = start(vec![("huge", py_server(&["tools"]))]);
     let r = host.call_blocking("huge", "huge", serde_json::json!({"megabytes": 100}));
     assert!(r.is_error, "{r:?}");
-    assert_eq!(r.text, "`huge` answered `huge` with more than 16 MiB, which taper does not read");
+    assert_eq!(
+        r.text,
+        "`huge` answered `huge` with more than 16 MiB, which taper does not read"
+    );
     let after = host.call_blocking("huge", "add", serde_json::json!({"a": 3, "b": 4}));
     assert_eq!(after.text, "7");
     host.shutdown();
@@ -60,7 +70,12 @@ fn a_stderr_flood_neither_blocks_the_server_nor_grows_the_log_past_its_bound() {
     let log_path = host.servers()[0].log.clone().unwrap();
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.len() <= 1024 * 1024 + 200, "{} bytes", log.len());
-    assert!(log.trim_end().ends_with("the server's further output is dropped]"), "{}", &log[log.len() - 200..]);
+    assert!(
+        log.trim_end()
+            .ends_with("the server's further output is dropped]"),
+        "{}",
+        &log[log.len() - 200..]
+    );
     host.shutdown();
 }
 
@@ -76,11 +91,21 @@ fn servers_that_cannot_start_fail_with_a_sentence_and_the_others_start() {
         ("fine", py_server(&["version", "2025-11-25"])),
     ]);
     let by_name = |n: &str| host.servers().into_iter().find(|s| s.name == n).unwrap();
-    let ServerState::Failed(why) = by_name("missing").state else { panic!() };
-    assert!(why.contains("cannot start `/nonexistent/mcp-server`"), "{why}");
+    let ServerState::Failed(why) = by_name("missing").state else {
+        panic!()
+    };
+    assert!(
+        why.contains("cannot start `/nonexistent/mcp-server`"),
+        "{why}"
+    );
     let quitter = by_name("quitter");
-    let ServerState::Failed(why) = &quitter.state else { panic!("{quitter:?}") };
-    assert!(why.contains("exited before it was ready") && why.contains("3"), "{why}");
+    let ServerState::Failed(why) = &quitter.state else {
+        panic!("{quitter:?}")
+    };
+    assert!(
+        why.contains("exited before it was ready") && why.contains("3"),
+        "{why}"
+    );
     let log = std::fs::read_to_string(quitter.log.unwrap()).unwrap();
     assert!(log.contains("exiting at once on purpose"), "{log}");
     assert_eq!(by_name("fine").state, ServerState::Ready);
@@ -113,6 +138,9 @@ fn a_disabled_server_is_not_started_and_a_disabled_tool_is_not_offered() {
     assert!(!offered.iter().any(|t| t.name == "crash"));
     host.call("n", "fail", "{}");
     let refused = call_done(&mut events, "n");
-    assert!(refused.is_error && refused.text.contains("approve = \"never\""), "{refused:?}");
+    assert!(
+        refused.is_error && refused.text.contains("approve = \"never\""),
+        "{refused:?}"
+    );
     host.shutdown();
 }

@@ -92,7 +92,10 @@ pub fn event<T>(
                 }
             }
             Err(_) => {
-                assert!(Instant::now() < deadline, "no such event within {PATIENCE:?}");
+                assert!(
+                    Instant::now() < deadline,
+                    "no such event within {PATIENCE:?}"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             }
         }

@@ -10,11 +10,21 @@ fn a_ready_server_offers_its_tools_and_answers_calls() {
     let (host, mut events) = start(vec![("py", py_server(&["tools"]))]);
     let status = &host.servers()[0];
     assert_eq!(status.state, ServerState::Ready, "{status:?}");
-    assert!(status.transport.starts_with("stdio: "), "{}", status.transport);
+    assert!(
+        status.transport.starts_with("stdio: "),
+        "{}",
+        status.transport
+    );
     let offered = host.offered();
-    let add = offered.iter().find(|t| t.name == "add").expect("add offered");
+    let add = offered
+        .iter()
+        .find(|t| t.name == "add")
+        .expect("add offered");
     assert_eq!((add.server.as_str(), add.approval), ("py", Approval::Ask));
-    assert_eq!(add.spec.parameters["required"], serde_json::json!(["a", "b"]));
+    assert_eq!(
+        add.spec.parameters["required"],
+        serde_json::json!(["a", "b"])
+    );
     assert_eq!(add.spec.description.as_deref(), Some("Adds two integers."));
 
     host.call("c1", "add", r#"{"a": 2, "b": 40}"#);
@@ -31,15 +41,26 @@ fn bad_arguments_and_unknown_tools_are_error_results_without_a_call() {
     let (host, mut events) = start(vec![("pyargs", py_server(&["tools"]))]);
     host.call("bad", "echo", "{not json");
     let bad = call_done(&mut events, "bad");
-    assert!(bad.is_error && bad.text.contains("not valid JSON"), "{bad:?}");
+    assert!(
+        bad.is_error && bad.text.contains("not valid JSON"),
+        "{bad:?}"
+    );
     host.call("list", "echo", "[1, 2]");
     assert!(call_done(&mut events, "list").text.contains("JSON object"));
     host.call("nope", "no_such_tool", "{}");
-    assert!(call_done(&mut events, "nope").text.contains("no tool named `no_such_tool`"));
+    assert!(call_done(&mut events, "nope")
+        .text
+        .contains("no tool named `no_such_tool`"));
     let unknown = host.call_blocking("pyargs", "no_such_tool", serde_json::json!({}));
-    assert!(unknown.is_error && unknown.text.contains("has no tool"), "{unknown:?}");
+    assert!(
+        unknown.is_error && unknown.text.contains("has no tool"),
+        "{unknown:?}"
+    );
     let no_server = host.call_blocking("elsewhere", "echo", serde_json::json!({}));
-    assert!(no_server.text.contains("no MCP server named `elsewhere`"), "{no_server:?}");
+    assert!(
+        no_server.text.contains("no MCP server named `elsewhere`"),
+        "{no_server:?}"
+    );
     // Wrong argument types reach the server, whose refusal is the error result.
     host.call("types", "add", r#"{"a": "two", "b": 1}"#);
     assert!(call_done(&mut events, "types").is_error);
@@ -51,7 +72,10 @@ fn tools_list_is_followed_through_every_page() {
     let (host, _events) = start(vec![("many", py_server(&["many", "250"]))]);
     let tools = &host.servers()[0].tools;
     assert_eq!(tools.len(), 250, "{:?}", host.servers()[0].state);
-    assert_eq!((tools[0].name.as_str(), tools[249].name.as_str()), ("tool_000", "tool_249"));
+    assert_eq!(
+        (tools[0].name.as_str(), tools[249].name.as_str()),
+        ("tool_000", "tool_249")
+    );
     let called = host.call_blocking("many", "tool_123", serde_json::json!({}));
     assert_eq!(called.text, "tool_123 called");
     host.shutdown();
@@ -64,8 +88,14 @@ fn two_servers_sharing_a_tool_name_offer_it_under_each_server_name() {
         ("beta", py_server(&["version", "2025-06-18"])),
     ]);
     let names: Vec<String> = host.offered().into_iter().map(|t| t.name).collect();
-    assert!(names.contains(&"alpha_echo".into()) && names.contains(&"beta_echo".into()), "{names:?}");
-    assert!(!names.contains(&"echo".into()) && names.contains(&"add".into()), "{names:?}");
+    assert!(
+        names.contains(&"alpha_echo".into()) && names.contains(&"beta_echo".into()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"echo".into()) && names.contains(&"add".into()),
+        "{names:?}"
+    );
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
@@ -80,11 +110,16 @@ fn a_changed_tool_list_is_listed_again_and_reported() {
     assert!(!host.offered().iter().any(|t| t.name == "late_tool"));
     host.call("g", "grow", r#"{"name": "late_tool"}"#);
     assert!(!call_done(&mut events, "g").is_error);
-    event(&mut events, |e| match e {
-        ToolEvent::ToolsChanged { server } => Some(assert_eq!(server, "grower")),
+    let changed = event(&mut events, |e| match e {
+        ToolEvent::ToolsChanged { server } => Some(server),
         _ => None,
     });
-    assert!(host.offered().iter().any(|t| t.name == "late_tool"), "{:?}", host.offered());
+    assert_eq!(changed, "grower");
+    assert!(
+        host.offered().iter().any(|t| t.name == "late_tool"),
+        "{:?}",
+        host.offered()
+    );
     host.call("late", "late_tool", r#"{"text": "new"}"#);
     assert_eq!(call_done(&mut events, "late").text, "new");
     host.shutdown();
@@ -94,7 +129,10 @@ fn a_changed_tool_list_is_listed_again_and_reported() {
 fn the_client_answers_the_server_s_ping() {
     let (host, _events) = start(vec![("pinger", py_server(&["tools"]))]);
     let r = host.call_blocking("pinger", "ping_client", serde_json::json!({}));
-    assert_eq!((r.text.as_str(), r.is_error), ("the client answered ping", false));
+    assert_eq!(
+        (r.text.as_str(), r.is_error),
+        ("the client answered ping", false)
+    );
     host.shutdown();
 }
 
@@ -104,12 +142,21 @@ fn results_become_text_errors_images_and_cut_text() {
         c.max_result_chars = Some(100)
     });
     let failed = host.call_blocking("shapes", "fail", serde_json::json!({}));
-    assert!(failed.is_error && failed.text.contains("failed on purpose"), "{failed:?}");
+    assert!(
+        failed.is_error && failed.text.contains("failed on purpose"),
+        "{failed:?}"
+    );
     let image = host.call_blocking("shapes", "image", serde_json::json!({}));
-    assert_eq!(image.text, "[image image/png, 12 KB: not shown to the model]");
+    assert_eq!(
+        image.text,
+        "[image image/png, 12 KB: not shown to the model]"
+    );
     let long = host.call_blocking("shapes", "huge", serde_json::json!({"megabytes": 1}));
     assert_eq!(long.text, "x".repeat(100));
-    assert_eq!(long.note.as_deref(), Some("cut: 1048576 characters, the first 100 kept"));
+    assert_eq!(
+        long.note.as_deref(),
+        Some("cut: 1048576 characters, the first 100 kept")
+    );
     host.shutdown();
 }
 
@@ -134,9 +181,16 @@ fn a_cancelled_call_reaches_the_server_and_leaves_no_process() {
     while !mark.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(mark.exists(), "the server never saw notifications/cancelled");
+    assert!(
+        mark.exists(),
+        "the server never saw notifications/cancelled"
+    );
     // The server goes on after a cancel.
-    assert_eq!(host.call_blocking("sleeper", "add", serde_json::json!({"a": 1, "b": 1})).text, "2");
+    assert_eq!(
+        host.call_blocking("sleeper", "add", serde_json::json!({"a": 1, "b": 1}))
+            .text,
+        "2"
+    );
     host.shutdown();
     assert!(pids.iter().all(|&p| gone(p)), "server process left running");
 }
@@ -154,12 +208,18 @@ fn a_call_past_its_time_limit_is_cancelled_with_a_clear_error() {
     let (host, _events) = start(vec![("slow", server)]);
     let r = host.call_blocking("slow", "hang", serde_json::json!({}));
     assert!(r.is_error, "{r:?}");
-    assert_eq!(r.text, "`hang` on `slow` took longer than 1 s and was cancelled");
+    assert_eq!(
+        r.text,
+        "`hang` on `slow` took longer than 1 s and was cancelled"
+    );
     let deadline = Instant::now() + PATIENCE;
     while !mark.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(mark.exists(), "the server never saw notifications/cancelled");
+    assert!(
+        mark.exists(),
+        "the server never saw notifications/cancelled"
+    );
     host.shutdown();
 }
 
@@ -168,17 +228,26 @@ fn protocol_versions_from_2024_11_05_to_2025_11_25_are_accepted_and_others_refus
     for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
         let (host, _events) = start(vec![("versioned", py_server(&["version", version]))]);
         let r = host.call_blocking("versioned", "echo", serde_json::json!({"text": version}));
-        assert_eq!((r.text.as_str(), r.is_error), (version, false), "{:?}", host.servers());
+        assert_eq!(
+            (r.text.as_str(), r.is_error),
+            (version, false),
+            "{:?}",
+            host.servers()
+        );
         host.shutdown();
     }
     let (host, mut events) = start(vec![("future", py_server(&["version", "2099-01-01"]))]);
     let ServerState::Failed(why) = &host.servers()[0].state else {
         panic!("{:?}", host.servers());
     };
-    assert!(why.contains("MCP version 2099-01-01") && why.contains("2024-11-05"), "{why}");
-    event(&mut events, |e| match e {
-        ToolEvent::ServerFailed { server, .. } => Some(assert_eq!(server, "future")),
+    assert!(
+        why.contains("MCP version 2099-01-01") && why.contains("2024-11-05"),
+        "{why}"
+    );
+    let failed = event(&mut events, |e| match e {
+        ToolEvent::ServerFailed { server, .. } => Some(server),
         _ => None,
     });
+    assert_eq!(failed, "future");
     host.shutdown();
 }
