@@ -110,6 +110,14 @@ pub fn call_done(events: &mut UnboundedReceiver<ToolEvent>, id: &str) -> ToolRes
     })
 }
 
+/// `result` is an error result whose sentence holds `words`.
+pub fn assert_error(result: &ToolResult, words: &str) {
+    assert!(
+        result.is_error && result.text.contains(words),
+        "expected an error saying {words:?}, got {result:?}"
+    );
+}
+
 /// Whether process `pid` is gone (or a zombie about to be).
 pub fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -1,7 +1,9 @@
 //! The client against servers written with the official Python `mcp` package: listing (every
 //! page), calls, results made text, list_changed, ping, cancellation, protocol versions.
 
-use crate::{call_done, event, gone, pids_with, py_server, start, start_with, PATIENCE};
+use crate::{
+    assert_error, call_done, event, gone, pids_with, py_server, start, start_with, PATIENCE,
+};
 use std::time::{Duration, Instant};
 use taper::mcp::{Approval, ServerState, ToolEvent};
 
@@ -41,10 +43,7 @@ fn bad_arguments_and_unknown_tools_are_error_results_without_a_call() {
     let (host, mut events) = start(vec![("pyargs", py_server(&["tools"]))]);
     host.call("bad", "echo", "{not json");
     let bad = call_done(&mut events, "bad");
-    assert!(
-        bad.is_error && bad.text.contains("not valid JSON"),
-        "{bad:?}"
-    );
+    assert_error(&bad, "not valid JSON");
     host.call("list", "echo", "[1, 2]");
     assert!(call_done(&mut events, "list").text.contains("JSON object"));
     host.call("nope", "no_such_tool", "{}");
@@ -52,10 +51,7 @@ fn bad_arguments_and_unknown_tools_are_error_results_without_a_call() {
         .text
         .contains("no tool named `no_such_tool`"));
     let unknown = host.call_blocking("pyargs", "no_such_tool", serde_json::json!({}));
-    assert!(
-        unknown.is_error && unknown.text.contains("has no tool"),
-        "{unknown:?}"
-    );
+    assert_error(&unknown, "has no tool");
     let no_server = host.call_blocking("elsewhere", "echo", serde_json::json!({}));
     assert!(
         no_server.text.contains("no MCP server named `elsewhere`"),
@@ -142,10 +138,7 @@ fn results_become_text_errors_images_and_cut_text() {
         c.max_result_chars = Some(100)
     });
     let failed = host.call_blocking("shapes", "fail", serde_json::json!({}));
-    assert!(
-        failed.is_error && failed.text.contains("failed on purpose"),
-        "{failed:?}"
-    );
+    assert_error(&failed, "failed on purpose");
     let image = host.call_blocking("shapes", "image", serde_json::json!({}));
     assert_eq!(
         image.text,
@@ -176,15 +169,8 @@ fn a_cancelled_call_reaches_the_server_and_leaves_no_process() {
     std::thread::sleep(Duration::from_millis(300));
     host.cancel("h");
     let r = call_done(&mut events, "h");
-    assert!(r.is_error && r.text.contains("cancelled"), "{r:?}");
-    let deadline = Instant::now() + PATIENCE;
-    while !mark.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        mark.exists(),
-        "the server never saw notifications/cancelled"
-    );
+    assert_error(&r, "cancelled");
+    assert_server_saw_the_cancel(&mark);
     // The server goes on after a cancel.
     assert_eq!(
         host.call_blocking("sleeper", "add", serde_json::json!({"a": 1, "b": 1}))
@@ -212,14 +198,7 @@ fn a_call_past_its_time_limit_is_cancelled_with_a_clear_error() {
         r.text,
         "`hang` on `slow` took longer than 1 s and was cancelled"
     );
-    let deadline = Instant::now() + PATIENCE;
-    while !mark.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        mark.exists(),
-        "the server never saw notifications/cancelled"
-    );
+    assert_server_saw_the_cancel(&mark);
     host.shutdown();
 }
 
@@ -250,4 +229,16 @@ fn protocol_versions_from_2024_11_05_to_2025_11_25_are_accepted_and_others_refus
     });
     assert_eq!(failed, "future");
     host.shutdown();
+}
+
+/// Waits for the mark the test server writes when one of its calls is cancelled.
+fn assert_server_saw_the_cancel(mark: &std::path::Path) {
+    let deadline = Instant::now() + PATIENCE;
+    while !mark.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        mark.exists(),
+        "the server never saw notifications/cancelled"
+    );
 }
