@@ -1,6 +1,7 @@
 //! The user's settings: `config.toml` (serde + toml), built-in defaults, and their precedence
 //! (command-line flags override the file, the file overrides the defaults).
 
+use crate::mcp::McpConfig;
 use crate::protocol::sampling as ranges;
 use crate::protocol::{CacheType, SamplingParams};
 use crate::remote::{normalize_url, Remote, RemoteKind, RemoteTarget, Secret, DEFAULT_STALL};
@@ -31,6 +32,9 @@ pub struct Config {
     /// OpenAI-compatible servers whose models are offered as `NAME/MODEL`.
     #[serde(default)]
     pub remotes: Vec<RemoteConfig>,
+    /// MCP servers whose tools the model may call, and their limits.
+    #[serde(default)]
+    pub mcp: McpConfig,
     /// What the user should be told about the file itself (an API key others can read).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -172,6 +176,7 @@ impl Config {
             }
         }
         self.validate_remotes(origin)?;
+        self.mcp.validate(origin)?;
         for m in &self.models {
             if m.path.is_none() && (m.repo.is_none() || m.file.is_none()) {
                 return Err(anyhow!(
@@ -197,6 +202,7 @@ impl Config {
         match std::fs::read_to_string(path) {
             Ok(text) => {
                 let mut config = Self::parse(&text, path)?;
+                config.mcp.read_imports(path)?;
                 config.warn_if_keys_readable(path);
                 Ok(config)
             }

@@ -25,6 +25,8 @@
 //! - [`fuzzing`]: the entry points of the fuzz targets (`fuzz/`) and their regression tests.
 //! - [`cli`]: the command-line entry points (`ask`, `tokenize`, and `chat`, which runs the TUI).
 //! - [`tools`]: tool calls in each model family's syntax: detection, grammars, parsing.
+//! - [`mcp`]: the MCP client: MCP servers' tools on a thread of their own, offered to the
+//!   model, their calls bounded in time and size.
 //! - [`tui`]: the full-screen chat, a client of the engine (loop, pure update, keymap, state, ui).
 
 pub mod bench;
@@ -35,6 +37,7 @@ pub mod config;
 pub mod engine;
 pub mod fuzzing;
 pub mod hub;
+pub mod mcp;
 pub mod models;
 pub mod paths;
 pub mod perplexity;

@@ -1,13 +1,14 @@
 //! The command-line entry points: `taper` / `taper chat` (the TUI), `taper ask`,
 //! `taper tokenize`, `taper models`, `taper bench`, `taper perplexity`, `taper serve`,
-//! `taper sessions` and
-//! `taper export`; the flags they share.
+//! `taper sessions`,
+//! `taper export` and `taper mcp`; the flags they share.
 
 mod ask;
 mod ask_tools;
 mod bench;
 mod chat;
 mod generated;
+mod mcp;
 mod models;
 mod perplexity;
 mod serve;
@@ -17,6 +18,7 @@ mod values;
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
 pub use bench::BenchArgs;
 pub use chat::ChatArgs;
+pub use mcp::{McpAction, McpArgs};
 pub use models::{ModelsAction, ModelsArgs};
 pub use perplexity::PerplexityArgs;
 pub use serve::ServeArgs;
@@ -72,6 +74,8 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Write a saved conversation as Markdown (or its raw JSON record).
     Export(ExportArgs),
+    /// The MCP servers of the config: `mcp list` (their state and tools), `mcp call`.
+    Mcp(McpArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the man page (roff): `taper man > taper.1`.
@@ -243,6 +247,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Serve(args)) => serve::serve(args, &config),
         Some(Command::Sessions(args)) => sessions::sessions(args),
         Some(Command::Export(args)) => sessions::export(args),
+        Some(Command::Mcp(args)) => mcp::mcp(args, &config),
         // Answered above, before the config was read.
         Some(Command::Completions(_) | Command::Man) => Ok(()),
     }

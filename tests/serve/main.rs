@@ -11,6 +11,8 @@ mod gguf_template;
 mod llama_server;
 #[path = "../support/serve.rs"]
 mod serve_support;
+#[path = "../support/venv.rs"]
+mod venv;
 
 mod apply_template;
 mod hostile;

@@ -6,48 +6,14 @@
 use crate::serve_support::Server;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
-/// `~/.cache/taper-test-venv` with `openai` and `jsonschema` installed, made once per machine
-/// (and once per run: the tests of this file would otherwise install into it at once).
+/// `~/.cache/taper-test-venv` with `openai` and `jsonschema` installed, made once per machine.
 fn venv_python() -> PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(make_venv).clone()
-}
-
-fn make_venv() -> PathBuf {
-    let home = std::env::var_os("HOME").expect("HOME");
-    let venv = PathBuf::from(home).join(".cache/taper-test-venv");
-    let python = venv.join("bin/python");
-    let has_openai = |python: &PathBuf| {
-        Command::new(python)
-            .args(["-c", "import openai, jsonschema"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if has_openai(&python) {
-        return python;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .expect("python3 -m venv");
-    assert!(
-        made.success(),
-        "cannot make the virtual environment {}",
-        venv.display()
-    );
-    let installed = Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "openai", "jsonschema"])
-        .status()
-        .expect("pip install openai jsonschema");
-    assert!(installed.success(), "pip install openai jsonschema failed");
-    assert!(
-        has_openai(&python),
-        "openai or jsonschema is not importable after installing them"
-    );
-    python
+    crate::venv::venv_python(
+        "taper-test-venv",
+        &["openai", "jsonschema"],
+        "openai, jsonschema",
+    )
 }
 
 /// Runs `tests/serve/SCRIPT` against a server with `flags`; its last line says `ok`.
