@@ -132,7 +132,12 @@ fn call_once(host: &ToolHost, offered: &[OfferedTool], call: &ToolCall, yes: boo
         let text = format!("There is no tool named {:?}.", call.name);
         return ToolResult::failure(text, Duration::ZERO);
     };
-    eprintln!("taper: {} wants to call {} {}", tool.server, call.name, call.arguments.trim());
+    eprintln!(
+        "taper: {} wants to call {} {}",
+        tool.server,
+        call.name,
+        call.arguments.trim()
+    );
     let approved = match tool.approval {
         Approval::Never => false,
         Approval::Always => true,
@@ -175,7 +180,11 @@ fn report(call: &ToolCall, result: &ToolResult) {
     } else {
         ""
     };
-    let what = if result.is_error { "failed" } else { "returned" };
+    let what = if result.is_error {
+        "failed"
+    } else {
+        "returned"
+    };
     eprintln!(
         "taper: {} {what} in {:.1} s: {shown}{more}",
         call.name,

@@ -58,7 +58,10 @@ fn list(config: &Config, wait: Duration) -> Result<()> {
         let state = match &s.state {
             ServerState::Disabled => "disabled".to_string(),
             ServerState::Starting => format!("starting (not ready after {} s)", wait.as_secs()),
-            ServerState::Ready => format!("ready, {} tools", s.tools.len()),
+            ServerState::Ready => match s.tools.len() {
+                1 => "ready, 1 tool".to_string(),
+                n => format!("ready, {n} tools"),
+            },
             ServerState::Failed(why) => format!("failed: {why}"),
         };
         writeln!(out, "{}  ({})  {state}", s.name, s.transport)?;

@@ -94,11 +94,7 @@ fn tool_result(out: &mut String, m: &SavedMessage) {
 
 /// A code fence longer than any run of backticks in `text`, so the text cannot close it.
 fn fence_for(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 

@@ -326,7 +326,12 @@ fn validate(s: &Session) -> Result<(), SessionError> {
     let mut calls = std::collections::HashSet::new();
     for (i, m) in s.messages.iter().enumerate() {
         calls.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
-        if m.role == Role::Tool && !m.tool_call_id.as_deref().is_some_and(|id| calls.contains(id)) {
+        if m.role == Role::Tool
+            && !m
+                .tool_call_id
+                .as_deref()
+                .is_some_and(|id| calls.contains(id))
+        {
             return Err(SessionError::Corrupted(format!(
                 "message {i} is a tool result that answers no call before it"
             )));

@@ -50,7 +50,7 @@ fn mcp_list_shows_each_server_its_tools_and_a_failure_with_its_log_and_exits_zer
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(
-        stdout.contains("imported  (stdio: ") && stdout.contains("ready, 1 tools"),
+        stdout.contains("imported  (stdio: ") && stdout.contains("ready, 2 tools"),
         "{stdout}"
     );
     assert!(

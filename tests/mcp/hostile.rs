@@ -37,7 +37,7 @@ fn a_server_crashing_mid_call_fails_that_call_and_the_others_go_on() {
 
 #[test]
 fn lines_on_stdout_that_are_not_messages_are_skipped_and_logged() {
-    let (host, _events) = start(vec![("noisy", py_server(&["tools"]))]);
+    let (host, _events) = start(vec![("noisy", py_server(&["version", "2025-11-25"]))]);
     let r = host.call_blocking("noisy", "garbage", serde_json::json!({}));
     assert_eq!((r.text.as_str(), r.is_error), ("still fine", false));
     let log = std::fs::read_to_string(host.servers()[0].log.clone().unwrap()).unwrap();

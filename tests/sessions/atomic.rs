@@ -21,19 +21,14 @@ fn version(n: usize) -> Session {
     let sampling = SavedSampling::new(&SamplingParams::default(), 64);
     let mut s = Session::new(ID, n as u64, "", sampling);
     for i in 0..n {
-        s.messages.push(SavedMessage {
-            role: if i % 2 == 0 {
-                Role::User
-            } else {
-                Role::Assistant
-            },
-            content: format!("v{n} m{i} ").repeat(40 + n % 7),
-            at: i as u64,
-            model: None,
-            status: None,
-            error: None,
-            usage: None,
-        });
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        let content = format!("v{n} m{i} ").repeat(40 + n % 7);
+        s.messages
+            .push(SavedMessage::plain(role, content, i as u64));
     }
     s
 }

@@ -223,7 +223,10 @@ mod tests {
     #[test]
     fn an_open_call_has_its_name_and_the_arguments_so_far() {
         let open = open_call_object(r#"{"name": "f", "arguments": {"x": "ab"#).unwrap();
-        assert_eq!((open.name.as_str(), open.arguments.as_str()), ("f", r#"{"x": "ab"#));
+        assert_eq!(
+            (open.name.as_str(), open.arguments.as_str()),
+            ("f", r#"{"x": "ab"#)
+        );
         let ended = open_call_object(r#"{"name": "f", "arguments": {"x": 1} "#).unwrap();
         assert_eq!(ended.arguments, r#"{"x": 1}"#);
         assert!(open_call_object(r#"{"name": "f", "argu"#).is_none());

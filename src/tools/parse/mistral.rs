@@ -111,10 +111,12 @@ fn calls_after(text: &str) -> After {
             }
             None => After::Prose,
         },
-        Extent::Incomplete if value.trim_start().starts_with('{') => After::Open(vec![ParsedCall {
-            name: name.to_string(),
-            arguments: value.trim_start().to_string(),
-        }]),
+        Extent::Incomplete if value.trim_start().starts_with('{') => {
+            After::Open(vec![ParsedCall {
+                name: name.to_string(),
+                arguments: value.trim_start().to_string(),
+            }])
+        }
         Extent::Incomplete => After::Open(Vec::new()),
         Extent::Invalid => After::Prose,
     }

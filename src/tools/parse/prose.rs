@@ -35,7 +35,9 @@ impl ProseStream {
         }
         self.text.push_str(piece);
         let trimmed = self.text.trim_start();
-        if trimmed.is_empty() || (trimmed.len() < THINK_OPEN.len() && THINK_OPEN.starts_with(trimmed)) {
+        if trimmed.is_empty()
+            || (trimmed.len() < THINK_OPEN.len() && THINK_OPEN.starts_with(trimmed))
+        {
             return String::new();
         }
         if !trimmed.starts_with(THINK_OPEN) {
@@ -46,7 +48,10 @@ impl ProseStream {
         // Inside thinking: sent as is, up to its end.
         let (upto, end) = match self.text.find(THINK_CLOSE) {
             Some(at) => (at + THINK_CLOSE.len(), true),
-            None => (self.text.len() - marker_prefix_len(&self.text, THINK_CLOSE), false),
+            None => (
+                self.text.len() - marker_prefix_len(&self.text, THINK_CLOSE),
+                false,
+            ),
         };
         let mut out = self.text[self.thinking_sent..upto].to_string();
         self.thinking_sent = upto;
@@ -94,7 +99,7 @@ mod tests {
         let text = "<think>\nhm</think>\n\nLet me check.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
         assert_eq!(
             shown(ToolFormat::Hermes, text),
-            "<think>\nhm</think>Let me check."
+            "<think>\nhm</think>\n\nLet me check."
         );
     }
 

@@ -409,9 +409,12 @@ fn a_stream_sends_what_parse_reads_however_the_answer_is_split() {
 
 /// The cases whose calls are all well formed, as a grammar writes them.
 fn held_cases() -> impl Iterator<Item = &'static Case> {
-    CASES
-        .iter()
-        .filter(|case| !case.calls.is_empty() && !parse(case.format, case.text).content.contains(case.text.trim()))
+    CASES.iter().filter(|case| {
+        !case.calls.is_empty()
+            && !parse(case.format, case.text)
+                .content
+                .contains(case.text.trim())
+    })
 }
 
 #[test]
@@ -468,7 +471,11 @@ fn held_calls_stream_their_arguments_in_pieces_as_they_are_written() {
                 .filter(|d| matches!(d, StreamDelta::Arguments { index: 0, .. }))
                 .count();
         }
-        assert!(pieces > 1, "{format:?}: {pieces} piece(s) for {}", case.text);
+        assert!(
+            pieces > 1,
+            "{format:?}: {pieces} piece(s) for {}",
+            case.text
+        );
     }
 }
 

@@ -384,21 +384,26 @@ pub const KEYS: &[Binding] = &[
         "refuse (the model is told)",
     )
     .footer(&[(Screens::APPROVAL, "refuse")]),
-    bind(
-        Approval,
-        &[key(ESC)],
-        Action::Stop,
-        "stop the tool loop",
-    )
-    .footer(&[(Screens::APPROVAL, "stop")]),
+    bind(Approval, &[key(ESC)], Action::Stop, "stop the tool loop")
+        .footer(&[(Screens::APPROVAL, "stop")]),
     bind(
         Approval,
         &[ctrl('k')],
         Action::Tool(ToolAction::ToggleResults),
         "show or fold tool results",
     ),
-    bind(Approval, &[key(KeyCode::PageUp)], Action::PageUp, "scroll up"),
-    bind(Approval, &[key(KeyCode::PageDown)], Action::PageDown, "scroll down"),
+    bind(
+        Approval,
+        &[key(KeyCode::PageUp)],
+        Action::PageUp,
+        "scroll up",
+    ),
+    bind(
+        Approval,
+        &[key(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll down",
+    ),
     // This help.
     bind(
         Help,

@@ -112,7 +112,12 @@ impl Conversation {
     }
 
     /// The result of call `call_id`, as the model will read it.
-    pub fn push_tool_result(&mut self, call_id: &str, text: impl Into<String>, outcome: ToolOutcome) {
+    pub fn push_tool_result(
+        &mut self,
+        call_id: &str,
+        text: impl Into<String>,
+        outcome: ToolOutcome,
+    ) {
         let mut message = Message::new(Role::Tool, text);
         message.tool_call_id = Some(call_id.to_string());
         self.push(EntryBody::ToolResult { message, outcome });

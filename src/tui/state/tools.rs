@@ -50,7 +50,9 @@ pub struct CurrentCall {
 pub enum CallStep {
     /// Waiting for y / a / n.
     Asking,
-    Running { started: Instant },
+    Running {
+        started: Instant,
+    },
 }
 
 impl ToolsState {

@@ -7,11 +7,9 @@ use super::markdown;
 use super::theme;
 use super::wrap::{self, Wrapper};
 use crate::chat::split_thinking;
-use crate::stats::human_bytes;
 use crate::chat::{Message, ToolCall};
-use crate::tui::state::{
-    Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State, ToolOutcome,
-};
+use crate::stats::human_bytes;
+use crate::tui::state::{Answer, AnswerStatus, Entry, EntryBody, NoticeLevel, State, ToolOutcome};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -296,7 +294,11 @@ fn tool_result_lines(
     if let Some(s) = outcome.elapsed_s {
         header.push(Span::styled(format!(" · {s:.1} s"), theme::dim()));
     }
-    let fold = if unfolded { "Ctrl+O folds" } else { "Ctrl+O shows" };
+    let fold = if unfolded {
+        "Ctrl+O folds"
+    } else {
+        "Ctrl+O shows"
+    };
     let lines_word = if count == 1 { "line" } else { "lines" };
     header.push(Span::styled(
         format!(" · {count} {lines_word} · {fold}"),

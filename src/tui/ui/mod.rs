@@ -101,7 +101,10 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
 
 /// In the input box's place while a call waits: what will run, and the question.
 fn approval(frame: &mut Frame, area: Rect, call: &crate::chat::ToolCall) {
-    let title = format!(" run {}? y once · a always · n refuse · Esc stop ", call.name);
+    let title = format!(
+        " run {}? y once · a always · n refuse · Esc stop ",
+        call.name
+    );
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme::warning())

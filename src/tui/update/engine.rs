@@ -3,8 +3,8 @@
 //! ignored, except its final figures.
 
 use super::{sessions, tools, turn};
-use crate::protocol::{EngineEvent, ModelInfo};
 use crate::chat::ToolCall;
+use crate::protocol::{EngineEvent, ModelInfo};
 use crate::protocol::{StopReason, Usage};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, NoticeLevel, Phase, State};

@@ -115,7 +115,10 @@ fn a_call_waits_for_y_runs_and_its_result_goes_back_to_the_model() {
     let turn = request.turn_id;
 
     let fx = t.calls(turn, vec![call("c1", "add")]);
-    assert!(tool_call_effect(&fx).is_none(), "nothing runs before approval");
+    assert!(
+        tool_call_effect(&fx).is_none(),
+        "nothing runs before approval"
+    );
     assert_eq!(t.state.phase, Phase::Tools);
     assert_eq!(keymap::screen(&t.state).0, Context::Approval);
     // Typing goes nowhere while the call waits.
@@ -131,7 +134,10 @@ fn a_call_waits_for_y_runs_and_its_result_goes_back_to_the_model() {
     assert_eq!(t.tool_results(), [("4".to_string(), false)]);
     let next = generated(&fx).expect("the model reads the result");
     // Later rounds are free to answer in prose.
-    assert_eq!(next.tools.as_ref().map(|t| &t.choice), Some(&ToolChoice::Auto));
+    assert_eq!(
+        next.tools.as_ref().map(|t| &t.choice),
+        Some(&ToolChoice::Auto)
+    );
     let roles: Vec<Role> = next.messages().iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool]);
     assert_eq!(next.messages()[2].tool_call_id.as_deref(), Some("c1"));
@@ -153,7 +159,10 @@ fn n_refuses_and_the_model_is_told() {
         t.tool_results(),
         [(super::super::tools::REFUSED.to_string(), true)]
     );
-    assert!(generated(&fx).is_some(), "the model answers knowing it was refused");
+    assert!(
+        generated(&fx).is_some(),
+        "the model answers knowing it was refused"
+    );
 }
 
 #[test]
@@ -179,7 +188,10 @@ fn the_config_can_run_or_refuse_a_tool_without_asking_and_unknown_tools_fail() {
         offered("rm", Approval::Never),
     ]);
     let turn = t.ask("go");
-    let fx = t.calls(turn, vec![call("c1", "rm"), call("c2", "nope"), call("c3", "add")]);
+    let fx = t.calls(
+        turn,
+        vec![call("c1", "rm"), call("c2", "nope"), call("c3", "add")],
+    );
     assert_eq!(tool_call_effect(&fx).as_deref(), Some("c3"));
     let results = t.tool_results();
     assert_eq!(results.len(), 2);
@@ -193,7 +205,9 @@ fn esc_cancels_the_running_call_and_ends_the_loop() {
     let turn = t.ask("2+2?");
     t.calls(turn, vec![call("c1", "add"), call("c2", "add")]);
     let fx = t.key(KeyCode::Esc, KeyModifiers::NONE);
-    assert!(fx.iter().any(|e| matches!(e, Effect::CancelTool(id) if id == "c1")));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::CancelTool(id) if id == "c1")));
     assert!(generated(&fx).is_none(), "the model is not asked again");
     assert_eq!(t.state.phase, Phase::Idle);
     // Every call has a result, so the history stays well formed.

@@ -8,9 +8,7 @@ use crate::chat::ToolCall;
 use crate::mcp::{Approval, OfferedTool, ToolEvent, ToolResult};
 use crate::tui::keymap::ToolAction;
 use crate::tui::msg::Effect;
-use crate::tui::state::{
-    CallStep, CurrentCall, NoticeLevel, Phase, State, ToolOutcome, ToolRun,
-};
+use crate::tui::state::{CallStep, CurrentCall, NoticeLevel, Phase, State, ToolOutcome, ToolRun};
 
 /// What the model is told when the user says no.
 pub const REFUSED: &str = "The user refused to run this tool call.";

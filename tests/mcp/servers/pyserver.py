@@ -3,6 +3,7 @@
     pyserver.py tools            MCPServer (FastMCP's successor) with friendly and hostile tools
     pyserver.py many N           the low-level Server: N tools, 100 to a tools/list page
     pyserver.py version V        a hand-written JSON-RPC loop that answers initialize with V
+                                 (and writes garbage to stdout when asked to call `garbage`)
     pyserver.py exit             writes to stderr and exits 3 at once
 
 The tools mode writes a line to the file named by $TAPER_MCP_MARK when a call is cancelled,
@@ -18,6 +19,7 @@ import sys
 
 def tools_server():
     from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.utilities.types import Image
 
     server = MCPServer("taper-test")
@@ -53,20 +55,15 @@ def tools_server():
         os._exit(3)
 
     @server.tool()
-    def garbage() -> str:
-        """Writes lines that are not JSON-RPC to stdout, then answers."""
-        os.write(1, b"this is not json\nneither {is this\n")
-        return "still fine"
-
-    @server.tool()
     def huge(megabytes: int) -> str:
         """Answers with a text of that many megabytes."""
         return "x" * (megabytes * 1024 * 1024)
 
     @server.tool()
     def fail() -> str:
-        """Always raises: the result has isError."""
-        raise ValueError("the tool failed on purpose")
+        """Always fails: the result has isError. (Only a ToolError's message reaches the
+        client; any other exception is reported as "Error executing tool fail".)"""
+        raise ToolError("the tool failed on purpose")
 
     @server.tool()
     def image() -> Image:
@@ -156,7 +153,13 @@ def version_server(version):
                 "serverInfo": {"name": "versioned", "version": "1"},
             }
         elif method == "tools/list":
-            result = {"tools": [echo]}
+            garbage = {"name": "garbage", "inputSchema": {"type": "object"}}
+            result = {"tools": [echo, garbage]}
+        elif method == "tools/call" and message["params"].get("name") == "garbage":
+            # Lines that are not JSON-RPC on stdout, then the answer. (Only a hand-written
+            # server can: the mcp package's stdio transport points fd 1 at stderr.)
+            sys.stdout.write("this is not json\nneither {is this\n")
+            result = {"content": [{"type": "text", "text": "still fine"}]}
         elif method == "tools/call":
             text = message["params"]["arguments"].get("text", "")
             result = {"content": [{"type": "text", "text": text}]}
