@@ -179,6 +179,7 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
                 max_tokens: args.sampling.max_tokens(config),
                 choice: ask_tools::choice(&args.tool_choice),
                 approve_all: args.yes,
+                show_rounds: args.stats,
             };
             ask_tools::run(&mut engine, turn, &config.mcp, &mut out)?
         }

@@ -24,6 +24,8 @@ pub struct Turn {
     pub choice: ToolChoice,
     /// `--yes`.
     pub approve_all: bool,
+    /// `--stats`: each round's figures too.
+    pub show_rounds: bool,
 }
 
 /// `--tool-choice`'s value (clap has checked it is one of these).
@@ -82,16 +84,18 @@ fn rounds(
         max_tokens,
         choice,
         approve_all,
+        show_rounds,
     } = turn;
     let tools = |choice: ToolChoice| ToolSet {
         tools: offered.iter().map(|t| t.spec.clone()).collect(),
         choice,
         parallel: true,
     };
-    let mut choice = Some(choice);
+    // `none` offers no tools at all; out of rounds, they are described but not callable.
+    let mut tools_now = (choice != ToolChoice::None).then(|| tools(choice));
     for round in 0usize.. {
         let request = GenerateRequest {
-            tools: choice.take().map(tools),
+            tools: tools_now.take(),
             ..GenerateRequest::chat(
                 round as u64 + 1,
                 messages.clone(),
@@ -104,6 +108,15 @@ fn rounds(
         if calls.is_empty() {
             return Ok(usage);
         }
+        if show_rounds {
+            eprintln!(
+                "taper: round {}: prompt {} tok (cached {}), generated {} tok",
+                round + 1,
+                usage.prompt_tokens,
+                usage.cached_tokens,
+                usage.generated_tokens
+            );
+        }
         if !prose.is_empty() {
             writeln!(out)?;
         }
@@ -113,15 +126,15 @@ fn rounds(
             report(call, &result);
             messages.push(Message::tool_result(&call.id, result.text));
         }
-        choice = match round + 1 < max_rounds {
-            true => Some(ToolChoice::Auto),
+        tools_now = Some(match round + 1 < max_rounds {
+            true => tools(ToolChoice::Auto),
             false => {
                 eprintln!(
                     "taper: {max_rounds} rounds of tool calls: the model answers without tools now"
                 );
-                None
+                tools(ToolChoice::None)
             }
-        };
+        });
     }
     unreachable!("the loop returns")
 }

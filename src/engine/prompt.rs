@@ -9,7 +9,7 @@ use super::grammar::Grammars;
 use super::template::ChatTemplate;
 use super::tokenizer::TextTokenizer;
 use crate::chat::{Message, Role};
-use crate::protocol::{Constraint, ToolChoice, ToolSet};
+use crate::protocol::{Constraint, ToolSet};
 use crate::tools::{generic, grammar};
 use anyhow::{anyhow, bail, Context, Result};
 use std::borrow::Cow;
@@ -93,8 +93,10 @@ impl ModelText {
             (Cow::Borrowed(messages), offered.map(ToolSet::as_openai))
         } else {
             // Earlier calls and results are written in the generic form even when no tools
-            // are offered now, so that every template can render them.
-            let described = offered.filter(|t| t.choice != ToolChoice::None);
+            // are offered now, so that every template can render them. Tools offered with
+            // `none` are still described (the grammar then allows only a reply): the same
+            // system message keeps the cache of a tool loop's earlier rounds.
+            let described = offered;
             let has_calls = messages
                 .iter()
                 .any(|m| m.role == Role::Tool || !m.tool_calls.is_empty());

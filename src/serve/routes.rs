@@ -186,11 +186,14 @@ async fn answer(
     .await
     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
     let (events, meta) = s.queue(tokens, &request, chat, asked)?;
+    // The answer is read back in the tools' syntax when calls are allowed, and always in the
+    // generic form (its replies are JSON even when no call is).
+    let format = s.text.template.tool_format();
     let calls = request
         .tools
         .as_ref()
-        .filter(|t| t.choice != ToolChoice::None)
-        .map(|_| s.text.template.tool_format());
+        .filter(|t| t.choice != ToolChoice::None || format == ToolFormat::Generic)
+        .map(|_| format);
     // From here the answer's end writes the log line, with its token counts.
     let mut response = if request.stream {
         let include_usage = request.include_usage;

@@ -1,5 +1,6 @@
 //! The TUI's tests in one binary: `update`, the keymap, Markdown and screen snapshots without a
-//! terminal; the real binary in tmux (e2e, abuse, download, speed); long and remote sessions.
+//! terminal; the real binary in tmux (e2e, abuse, download, speed, tools with an MCP server);
+//! long and remote sessions.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -9,6 +10,8 @@ mod hub_server;
 mod llama_server;
 #[path = "../support/tui/mod.rs"]
 mod tui_support;
+#[path = "../support/venv.rs"]
+mod venv;
 
 mod abuse;
 mod download;
@@ -20,4 +23,5 @@ mod remote;
 mod sessions;
 mod snapshots;
 mod speed;
+mod tools;
 mod update;

@@ -100,7 +100,7 @@ impl<'t> Slot<'t> {
             total: pending.len(),
             cached: reused,
         });
-        let prose = (job.request.prose_only && calls_wanted(&job.request))
+        let prose = (job.request.prose_only && reads_calls(&job.request, tool_format))
             .then(|| ProseStream::new(tool_format));
         self.active = Some(Active {
             prose,
@@ -216,7 +216,7 @@ impl<'t> Active<'t> {
         if self.stops.hit() {
             outcome.usage.stop = Some(StopReason::StopSequence);
         }
-        let tool_calls = match calls_wanted(&self.job.request) {
+        let tool_calls = match reads_calls(&self.job.request, tool_format) {
             true => read_calls(tool_format, &outcome.text, turn_id),
             false => Vec::new(),
         };
@@ -267,12 +267,14 @@ impl TurnObserver for SlotObserver<'_> {
     }
 }
 
-/// Whether the request's answer is read for calls: it offers tools and allows calls.
-fn calls_wanted(request: &crate::protocol::GenerateRequest) -> bool {
+/// Whether the request's answer is read back through its tools' syntax: it offers tools and
+/// allows calls, or speaks taper's generic form, whose replies are JSON even when no call is
+/// allowed.
+fn reads_calls(request: &crate::protocol::GenerateRequest, format: ToolFormat) -> bool {
     request
         .tools
         .as_ref()
-        .is_some_and(|tools| tools.choice != ToolChoice::None)
+        .is_some_and(|tools| tools.choice != ToolChoice::None || format == ToolFormat::Generic)
         && !request.is_raw()
 }
 

@@ -35,6 +35,11 @@ pub fn constraint_with(
     special: &dyn Fn(&str) -> Option<u32>,
 ) -> Option<Constraint> {
     let callable: Vec<&Tool> = match &tools.choice {
+        // The generic form's instructions ask for JSON either way: `none` holds the answer to
+        // a response, so it is prose (and reads as prose).
+        ToolChoice::None if format == ToolFormat::Generic => {
+            return Some(Constraint::Lark(generic_response(special)))
+        }
         ToolChoice::None => return None,
         ToolChoice::Named(name) => tools.tools.iter().filter(|t| &t.name == name).collect(),
         ToolChoice::Auto | ToolChoice::Required => tools.tools.iter().collect(),
@@ -254,15 +259,27 @@ fn generic(tools: &[&Tool], parallel: bool, auto: bool, special: lark::Special) 
     let layout = layouts(ToolFormat::Generic, auto).remove(0);
     let calls = calls_rule(&mut rules, "calls", &layout, tools, parallel);
     let start = if auto {
-        let response = lark::json(&serde_json::json!({"type": "string"}));
-        format!(
-            "{calls} | {} {response} {}",
-            lark::literal("{\"response\": "),
-            lark::literal("}")
-        )
+        format!("{calls} | {}", response_rule())
     } else {
         calls
     };
     rules.add("start", &start);
+    rules.grammar()
+}
+
+/// The generic form's reply in prose: `{"response": "…"}`.
+fn response_rule() -> String {
+    let response = lark::json(&serde_json::json!({"type": "string"}));
+    format!(
+        "{} {response} {}",
+        lark::literal("{\"response\": "),
+        lark::literal("}")
+    )
+}
+
+/// The generic form when no call is allowed: a reply only.
+fn generic_response(special: lark::Special) -> String {
+    let mut rules = lark::Rules::new(special);
+    rules.add("start", &response_rule());
     rules.grammar()
 }

@@ -263,6 +263,17 @@ fn one_call_unless_parallel_and_only_the_named_tool() {
 }
 
 #[test]
+fn the_generic_form_with_no_call_allowed_is_held_to_a_reply() {
+    let s = setup();
+    let none = weather_and_time(ToolChoice::None, true);
+    let reply = constraint(Generic, &none).expect("a reply grammar");
+    assert!(s.accepts(&reply, "{\"response\": \"It is sunny.\"}"));
+    let call =
+        "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]}";
+    assert!(!s.accepts(&reply, call));
+}
+
+#[test]
 fn no_constraint_without_tools_to_call() {
     let none = weather_and_time(ToolChoice::None, true);
     assert_eq!(constraint(Hermes, &none), None);

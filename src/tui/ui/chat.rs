@@ -295,9 +295,9 @@ fn tool_result_lines(
         header.push(Span::styled(format!(" · {s:.1} s"), theme::dim()));
     }
     let fold = if unfolded {
-        "Ctrl+O folds"
+        "Ctrl+K folds"
     } else {
-        "Ctrl+O shows"
+        "Ctrl+K shows"
     };
     let lines_word = if count == 1 { "line" } else { "lines" };
     header.push(Span::styled(

@@ -261,7 +261,8 @@ fn phase_rows(rows: &mut Vec<Row>, state: &State) {
 fn turn_rows(rows: &mut Vec<Row>, state: &State) {
     let turn = match state.phase {
         Phase::Answering { .. } => state.stats.turn.as_ref().map(|t| t.phase),
-        Phase::Idle | Phase::Tools => None,
+        Phase::Tools => return rows.push(field(0, "phase", "calling tools", theme::info())),
+        Phase::Idle => None,
     };
     match turn {
         Some(TurnPhase::ReadingPrompt { done, total }) => {

@@ -228,7 +228,13 @@ fn after_the_last_round_the_model_answers_without_tools() {
         t.calls(turn, vec![call(&id, "add")]);
         let fx = t.result(&id, "4");
         let next = generated(&fx).expect("asked again");
-        assert_eq!(next.tools.is_some(), round == 0, "round {round}");
+        let choice = next.tools.as_ref().map(|t| t.choice.clone());
+        let expected = if round == 0 {
+            ToolChoice::Auto
+        } else {
+            ToolChoice::None
+        };
+        assert_eq!(choice, Some(expected), "round {round}");
         turn = next.turn_id;
     }
 }

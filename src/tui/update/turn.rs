@@ -33,24 +33,30 @@ pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
 fn generate(state: &mut State, fx: &mut Vec<Effect>) {
     state.tools.run = None;
     // The user's choice holds for a question's first round; later rounds are `auto`, so the
-    // loop can end in prose.
-    let tools = offered_tools(state, state.settings.tool_choice.clone());
+    // loop can end in prose. `none` offers no tools at all.
+    let tools = match &state.settings.tool_choice {
+        ToolChoice::None => None,
+        choice => offered_tools(state, choice.clone()),
+    };
     generate_with(state, tools, fx);
 }
 
 /// After a round of calls: the model reads their results and answers, free to call again
 /// (`with_tools`) or not.
 pub(super) fn answer_tool_results(state: &mut State, with_tools: bool, fx: &mut Vec<Effect>) {
-    let tools = match with_tools {
-        true => offered_tools(state, ToolChoice::Auto),
-        false => None,
+    // Out of rounds, the tools are still described (the history holds their calls) but no
+    // call is allowed: the answer is prose.
+    let choice = match with_tools {
+        true => ToolChoice::Auto,
+        false => ToolChoice::None,
     };
+    let tools = offered_tools(state, choice);
     generate_with(state, tools, fx);
 }
 
-/// The tools to offer with `choice`: none when no server offers any or the choice is none.
+/// The tools to offer with `choice`: none when no server offers any.
 fn offered_tools(state: &State, choice: ToolChoice) -> Option<ToolSet> {
-    if state.tools.offered.is_empty() || choice == ToolChoice::None {
+    if state.tools.offered.is_empty() {
         return None;
     }
     Some(ToolSet {

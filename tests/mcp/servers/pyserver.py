@@ -1,6 +1,7 @@
 """MCP servers for taper's MCP client tests, written with the official `mcp` package (2.x).
 
     pyserver.py tools            MCPServer (FastMCP's successor) with friendly and hostile tools
+    pyserver.py calc             MCPServer with `add` alone, for the end-to-end tests with a model
     pyserver.py many N           the low-level Server: N tools, 100 to a tools/list page
     pyserver.py version V        a hand-written JSON-RPC loop that answers initialize with V
                                  (and writes garbage to stdout when asked to call `garbage`)
@@ -170,9 +171,25 @@ def version_server(version):
         sys.stdout.flush()
 
 
+def calc_server():
+    """One friendly tool, for a model to call in the end-to-end tests."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("taper-calc")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Adds two integers."""
+        return a + b
+
+    server.run("stdio")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "tools"
-    if mode == "tools":
+    if mode == "calc":
+        calc_server()
+    elif mode == "tools":
         tools_server()
     elif mode == "many":
         many_server(int(sys.argv[2]))
