@@ -207,6 +207,7 @@ fn sessions_list() {
             updated_at: at,
             messages,
             models: models.iter().map(|m| m.to_string()).collect(),
+            text: title.to_lowercase(),
         }),
         sort_time: at,
     };
