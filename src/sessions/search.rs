@@ -147,7 +147,8 @@ fn one_line(chars: impl Iterator<Item = char>, n: usize) -> (String, bool) {
 /// A message that contains the text, as `taper sessions search` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
-    /// `you`, the model that answered, `system` (the system prompt) or `tool`.
+    /// `you`, the model that answered, `system` (the system prompt) or `tool NAME` (a
+    /// tool's result).
     pub who: String,
     pub snippet: Snippet,
 }
@@ -172,7 +173,7 @@ pub fn search(session: &Session, needle: &str, max_hits: usize) -> Option<Found>
             Role::User => "you".to_string(),
             Role::Assistant => m.model.clone().unwrap_or_else(|| "assistant".into()),
             Role::System => "system".to_string(),
-            Role::Tool => "tool".to_string(),
+            Role::Tool => format!("tool {}", m.tool_name.as_deref().unwrap_or("result")),
         };
         (who, m.content.as_str())
     });
