@@ -69,3 +69,48 @@ fn matches_are_shown_newest_first_with_context_and_unreadable_files_are_skipped(
         assert!(lines.len() == 1 && lines[0].contains(why), "{stderr}");
     }
 }
+
+#[test]
+fn every_role_is_searched_and_extra_matches_are_counted() {
+    let (home, dir) = home();
+    let out = taper(home.path(), &["sessions", "search", "println"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(
+            "\n  SmolLM2-135M-Instruct.Q4_1: Use the `println!` macro: ```rust println!(\"hi\"); ```\n"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+    let questions = ["rust 1", "rust 2", "rust 3", "rust 4"];
+    save(&dir, "20261203-090000-0003", 1_796_400_000, "", &questions);
+    let out = taper(home.path(), &["sessions", "search", "rust"]);
+    let stdout = text(&out.stdout);
+    let first = stdout.split("\n\n").next().unwrap();
+    assert_eq!(
+        first.lines().skip(1).collect::<Vec<_>>(),
+        [
+            "  you: How do I print in Rust?",
+            "  SmolLM2-135M-Instruct.Q4_1: Use the `println!` macro: ```rust println!(\"hi\"); ```",
+            "  you: rust 1",
+            "  (3 more)",
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn nothing_found_exits_1_with_a_message() {
+    let (home, _dir) = home();
+    let out = taper(home.path(), &["sessions", "search", "kangaroo"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("taper: no saved conversation in") && stderr.contains("\"kangaroo\""),
+        "{stderr}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let out = taper(empty.path(), &["sessions", "search", "rust"]);
+    assert_eq!(out.status.code(), Some(1));
+}
