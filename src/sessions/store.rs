@@ -296,12 +296,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = sample();
         let path = path_of(dir.path(), &s.id);
-        let future = String::from_utf8(s.to_bytes())
-            .unwrap()
-            .replace(
-                &format!("\"version\": {}", crate::sessions::FORMAT_VERSION),
-                "\"version\": 9",
-            );
+        let future = String::from_utf8(s.to_bytes()).unwrap().replace(
+            &format!("\"version\": {}", crate::sessions::FORMAT_VERSION),
+            "\"version\": 9",
+        );
         std::fs::write(&path, &future).unwrap();
         let err = save(dir.path(), &s).unwrap_err().to_string();
         assert!(
