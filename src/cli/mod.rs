@@ -13,6 +13,8 @@ mod models;
 mod perplexity;
 mod serve;
 mod sessions;
+mod sessions_edit;
+mod sessions_find;
 mod values;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
@@ -70,7 +72,7 @@ pub enum Command {
     Perplexity(PerplexityArgs),
     /// The engine as an OpenAI-compatible server: several clients at once, decoded together.
     Serve(ServeArgs),
-    /// The saved conversations (`taper sessions list`).
+    /// The saved conversations: list (the default), search, rename, rm.
     Sessions(SessionsArgs),
     /// Write a saved conversation as Markdown (or its raw JSON record).
     Export(ExportArgs),

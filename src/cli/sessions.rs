@@ -1,4 +1,5 @@
-//! `taper sessions` (the saved conversations) and `taper export SESSION` (Markdown or JSON).
+//! `taper sessions` (the saved conversations: list; search, rename and rm in their own
+//! files) and `taper export SESSION` (Markdown or JSON).
 
 use crate::sessions::{export, sessions_dir, store, time::format_utc};
 use anyhow::{bail, Context, Result};
@@ -16,6 +17,29 @@ pub struct SessionsArgs {
 pub enum SessionsAction {
     /// List the saved conversations, newest first (the default).
     List,
+    /// Find the conversations whose title or messages contain TEXT (ignoring case), newest
+    /// first, with a line of context for each match; exits 1 when none does.
+    Search {
+        /// The words to look for, as one text (several arguments are joined by spaces).
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+    },
+    /// Give a saved conversation a new title (an empty one goes back to the first question).
+    Rename {
+        /// A session id, a unique prefix of one, or a session file.
+        session: String,
+        /// The new title (several arguments are joined by spaces).
+        #[arg(required = true, num_args = 1..)]
+        title: Vec<String>,
+    },
+    /// Delete a saved conversation's file, after asking (or with --yes).
+    Rm {
+        /// A session id, a unique prefix of one, or a session file.
+        session: String,
+        /// Delete without asking (needed when stdin is not a terminal).
+        #[arg(short, long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -36,6 +60,11 @@ pub struct ExportArgs {
 pub fn sessions(args: SessionsArgs) -> Result<()> {
     match args.action.unwrap_or(SessionsAction::List) {
         SessionsAction::List => list(),
+        SessionsAction::Search { text } => super::sessions_find::search(&text.join(" ")),
+        SessionsAction::Rename { session, title } => {
+            super::sessions_edit::rename(&session, &title.join(" "))
+        }
+        SessionsAction::Rm { session, yes } => super::sessions_edit::remove(&session, yes),
     }
 }
 

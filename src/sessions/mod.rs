@@ -1,9 +1,11 @@
 //! Saved conversations ("sessions"): the versioned JSON record ([`format`], documented in
 //! docs/session-format.md), the files in `<data dir>/sessions` ([`store`]: atomic saves,
-//! listing, lookup), Markdown transcripts ([`export`]) and wall-clock times ([`time`]).
+//! listing, lookup), finding them by their words ([`search`]), Markdown transcripts
+//! ([`export`]) and wall-clock times ([`time`]).
 
 pub mod export;
 pub mod format;
+pub mod search;
 pub mod store;
 pub mod time;
 

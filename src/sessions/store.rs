@@ -28,6 +28,9 @@ pub struct Summary {
     pub updated_at: u64,
     pub messages: usize,
     pub models: Vec<String>,
+    /// What the sessions overlay's filter looks in (`search::filter_text`): read with the
+    /// listing, on its thread, so typing never reads a file.
+    pub text: String,
 }
 
 /// One `.json` file of the sessions directory.
@@ -50,6 +53,7 @@ impl Summary {
             updated_at: s.updated_at,
             messages: s.messages.len(),
             models: s.models().into_iter().map(str::to_string).collect(),
+            text: super::search::filter_text(s),
         }
     }
 }
@@ -149,12 +153,20 @@ fn remove_stale_temps(dir: &Path) {
     }
 }
 
-/// Every session file in `dir`, newest first; unreadable ones are listed with the reason.
-pub fn list(dir: &Path) -> Vec<Listed> {
+/// A `.json` file of the sessions directory, not yet read.
+struct SessionFile {
+    path: PathBuf,
+    id: String,
+    /// Seconds since the epoch (0 if unknown).
+    modified: u64,
+}
+
+/// The session files of `dir` (not temporary files, not directories), in no order.
+fn session_files(dir: &Path) -> Vec<SessionFile> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut out: Vec<Listed> = entries
+    entries
         .flatten()
         .filter_map(|entry| {
             let path = entry.path();
@@ -169,16 +181,33 @@ pub fn list(dir: &Path) -> Vec<Listed> {
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_secs());
-            let summary = read_bounded(&path)
+            Some(SessionFile { path, id, modified })
+        })
+        .collect()
+}
+
+/// The paths of every session file in `dir`, by name; to read them one at a time.
+pub fn paths(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = session_files(dir).into_iter().map(|f| f.path).collect();
+    paths.sort();
+    paths
+}
+
+/// Every session file in `dir`, newest first; unreadable ones are listed with the reason.
+pub fn list(dir: &Path) -> Vec<Listed> {
+    let mut out: Vec<Listed> = session_files(dir)
+        .into_iter()
+        .map(|file| {
+            let summary = read_bounded(&file.path)
                 .and_then(|b| parse_session(&b).map_err(|e| e.to_string()))
                 .map(|s| Summary::of(&s));
-            let sort_time = summary.as_ref().map_or(modified, |s| s.updated_at);
-            Some(Listed {
-                path,
-                id,
+            let sort_time = summary.as_ref().map_or(file.modified, |s| s.updated_at);
+            Listed {
+                path: file.path,
+                id: file.id,
                 summary,
                 sort_time,
-            })
+            }
         })
         .collect();
     out.sort_by(|a, b| b.sort_time.cmp(&a.sort_time).then(b.id.cmp(&a.id)));

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const GOOD: &str = "20261130-101500-c0de";
-const FUTURE: &str = "20261130-090000-f00d";
-const CORRUPT: &str = "20261129-080000-dead";
+pub(crate) const GOOD: &str = "20261130-101500-c0de";
+pub(crate) const FUTURE: &str = "20261130-090000-f00d";
+pub(crate) const CORRUPT: &str = "20261129-080000-dead";
 
 /// A data directory whose `sessions/` holds copies of the fixtures.
-fn home() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn home() -> (tempfile::TempDir, PathBuf) {
     let home = tempfile::tempdir().unwrap();
     let dir = home.path().join("sessions");
     std::fs::create_dir_all(&dir).unwrap();
@@ -23,7 +23,7 @@ fn home() -> (tempfile::TempDir, PathBuf) {
     (home, dir)
 }
 
-fn taper(home: &Path, args: &[&str]) -> Output {
+pub(crate) fn taper(home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_taper"))
         .args(args)
         .env("TAPER_HOME", home)
@@ -31,12 +31,12 @@ fn taper(home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Every file's bytes, to compare before and after.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| {

@@ -20,6 +20,7 @@ mod keymap;
 mod long_session;
 mod markdown;
 mod remote;
+mod session_filter;
 mod sessions;
 mod snapshots;
 mod speed;

@@ -231,7 +231,7 @@ fn delete_asks_first_and_n_keeps_the_file() {
     assert_eq!(h.state.sessions.entries.len(), 2);
     press(&mut h, key(KeyCode::Down));
     let target = h.state.sessions.selected_entry().unwrap().path.clone();
-    let fx = press(&mut h, key(KeyCode::Char('d')));
+    let fx = press(&mut h, key(KeyCode::Delete));
     assert_eq!(h.state.sessions.mode, ListMode::ConfirmDelete);
     assert!(fx.is_empty(), "nothing deleted before the answer");
     press(&mut h, key(KeyCode::Char('n')));
@@ -259,7 +259,7 @@ fn rename_edits_the_title_and_esc_leaves_it() {
     }
     let path = files(dir.path())[0].clone();
     press(&mut h, ctrl('o'));
-    press(&mut h, key(KeyCode::Char('r')));
+    press(&mut h, key(KeyCode::F(2)));
     assert_eq!(
         h.state.sessions.mode,
         ListMode::Rename("What is Rust?".into())

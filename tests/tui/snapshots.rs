@@ -189,7 +189,7 @@ fn loading_shows_progress_and_the_input_stays_editable() {
 }
 
 /// The sessions list with fixed entries: the open conversation (●), another, and a file
-/// written by a newer taper; then the question before a delete.
+/// written by a newer taper; then the question before a delete; then the list filtered.
 #[test]
 fn sessions_list() {
     use std::path::PathBuf;
@@ -207,6 +207,7 @@ fn sessions_list() {
             updated_at: at,
             messages,
             models: models.iter().map(|m| m.to_string()).collect(),
+            text: title.to_lowercase(),
         }),
         sort_time: at,
     };
@@ -239,9 +240,13 @@ fn sessions_list() {
     memory(&mut h);
     let terminal = draw(&mut h, 120, 30);
     insta::assert_snapshot!("sessions_list", terminal.backend());
-    h.send(key(KeyCode::Char('d')));
+    h.send(key(KeyCode::Delete));
     let terminal = draw(&mut h, 120, 30);
     insta::assert_snapshot!("sessions_confirm_delete", terminal.backend());
+    h.send(key(KeyCode::Esc));
+    h.type_text("lisbon");
+    let terminal = draw(&mut h, 120, 30);
+    insta::assert_snapshot!("sessions_filtered", terminal.backend());
 }
 
 #[test]

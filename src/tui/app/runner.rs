@@ -1,14 +1,16 @@
 //! The effect runner: carries out what `update` asks for. Engine commands go to the worker;
 //! model scans, header reads and downloads run on threads of their own (they are file and
-//! network I/O, never done on the UI thread) and report back as messages on one channel;
-//! session files are written at once (`files`); tool calls go to the MCP servers' host, which
+//! network I/O, never done on the UI thread) and report back as messages on one channel, and
+//! so does the sessions listing (it reads every file); session files are written at once
+//! (`files`); tool calls go to the MCP servers' host, which
 //! answers on the loop's channel too. The terminal's own effects (clear, clipboard) are the
 //! loop's, which owns the terminal.
 
 use super::files;
 use crate::engine::EngineHandle;
 use crate::mcp::{ToolEvent, ToolHost, ToolResult};
-use crate::tui::msg::{Effect, Msg};
+use crate::sessions::store;
+use crate::tui::msg::{Effect, Msg, SessionEffect, SessionMsg};
 use crate::tui::scan::{self, ModelSources};
 use crate::tui::state::ModelEntry;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +44,16 @@ impl Runner {
                 None
             }
             Effect::Redraw | Effect::Copy(_) => None,
+            Effect::Session(SessionEffect::List(dir)) => {
+                let inline = dir.clone();
+                let spawned = self.spawn("taper-sessions", move || {
+                    Msg::Session(SessionMsg::Listed(store::list(&dir)))
+                });
+                // No thread: read the list here rather than never.
+                spawned
+                    .err()
+                    .and_then(|_| files::perform(SessionEffect::List(inline)))
+            }
             Effect::Session(effect) => files::perform(effect),
             Effect::ScanModels => {
                 let sources = self.sources.clone();

@@ -271,7 +271,22 @@ pub const KEYS: &[Binding] = &[
         "write the value",
     )
     .does(Does::Char(Action::FieldType)),
-    // The saved conversations.
+    // The saved conversations. Letters go to the filter, so the list's own keys are not
+    // letters.
+    bind(
+        Sessions,
+        &[Combo::AnyChar],
+        Action::Ignore,
+        "filter by title and words in the conversation",
+    )
+    .does(Does::Char(session_type))
+    .footer(&[(Screens::SESSIONS, "filter")]),
+    bind(
+        Sessions,
+        &[key(BACKSPACE)],
+        Action::Session(S::Backspace),
+        "delete from the filter",
+    ),
     bind(
         Sessions,
         &[key(UP), ctrl('p')],
@@ -295,21 +310,21 @@ pub const KEYS: &[Binding] = &[
     .footer(&[(Screens::SESSIONS, "open")]),
     bind(
         Sessions,
-        &[ch('r'), key(KeyCode::F(2))],
+        &[key(KeyCode::F(2))],
         Action::Session(S::Rename),
         "rename it",
     )
     .footer(&[(Screens::SESSIONS, "rename")]),
     bind(
         Sessions,
-        &[ch('d'), key(KeyCode::Delete)],
+        &[key(KeyCode::Delete)],
         Action::Session(S::Delete),
         "delete it (asks first)",
     )
     .footer(&[(Screens::SESSIONS, "delete")]),
     bind(
         Sessions,
-        &[key(ESC), ch('q'), ctrl('o')],
+        &[key(ESC), ctrl('o')],
         Action::Session(S::Cancel),
         "close",
     )

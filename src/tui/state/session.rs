@@ -1,6 +1,8 @@
 //! The conversation's saved record (which file, its id and title, when each message was
-//! written) and the sessions overlay (the list, and a rename or a delete being confirmed).
+//! written) and the sessions overlay (the list filtered as the user types, and a rename or a
+//! delete being confirmed).
 
+use crate::sessions::search::filter_matches;
 use crate::sessions::{Listed, Session};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -80,17 +82,32 @@ pub struct SessionsList {
     pub entries: Vec<Listed>,
     /// The directory is being read.
     pub loading: bool,
+    /// What the user typed: only sessions whose title or text contain it are shown.
+    pub filter: String,
+    /// Index into [`SessionsList::visible`].
     pub selected: usize,
     pub mode: ListMode,
 }
 
 impl SessionsList {
+    /// The entries the filter lets through, newest first; a file that cannot be read has no
+    /// text to match, so it shows only while the filter is empty.
+    pub fn visible(&self) -> Vec<&Listed> {
+        self.entries
+            .iter()
+            .filter(|l| match &l.summary {
+                Ok(summary) => filter_matches(&summary.text, &self.filter),
+                Err(_) => self.filter.is_empty(),
+            })
+            .collect()
+    }
+
     pub fn selected_entry(&self) -> Option<&Listed> {
-        self.entries.get(self.selected)
+        self.visible().get(self.selected).copied()
     }
 
     pub fn move_selection(&mut self, delta: isize) {
-        let n = self.entries.len();
+        let n = self.visible().len();
         if n == 0 {
             self.selected = 0;
             return;
@@ -101,6 +118,21 @@ impl SessionsList {
     pub fn set_entries(&mut self, entries: Vec<Listed>) {
         self.entries = entries;
         self.loading = false;
-        self.selected = self.selected.min(self.entries.len().saturating_sub(1));
+        self.selected = self.selected.min(self.visible().len().saturating_sub(1));
+    }
+
+    /// A longer filter: the selection goes to the first match.
+    pub fn push_filter(&mut self, text: &str) {
+        self.filter.push_str(text);
+        self.selected = 0;
+    }
+
+    /// A shorter filter shows more: the selected session stays selected.
+    pub fn pop_filter(&mut self) {
+        let keep = self.selected_entry().map(|l| l.path.clone());
+        self.filter.pop();
+        self.selected = keep
+            .and_then(|p| self.visible().iter().position(|l| l.path == p))
+            .unwrap_or(0);
     }
 }

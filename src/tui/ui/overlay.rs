@@ -36,6 +36,18 @@ pub(super) fn popup(frame: &mut Frame, area: Rect, title: &str) -> Rect {
     inner
 }
 
+/// The filter being typed, with a cursor after it (the picker's and the sessions list's).
+pub fn filter_line(frame: &mut Frame, area: Rect, filter: &str) {
+    frame.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(" filter: ", theme::dim()),
+            Span::raw(filter.to_string()),
+            Span::styled("▏", theme::info()),
+        ])),
+        area,
+    );
+}
+
 pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     let area = centered(area, 96, 20);
     let inner = popup(frame, area, "Pick a model");
@@ -46,14 +58,7 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     ])
     .areas(inner);
     let p = &state.picker;
-    frame.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(" filter: ", theme::dim()),
-            Span::raw(p.filter.clone()),
-            Span::styled("▏", theme::info()),
-        ])),
-        filter_area,
-    );
+    filter_line(frame, filter_area, &p.filter);
     let visible = p.visible();
     let loaded = state.model.loaded.as_ref().map(|i| &i.path);
     let mut lines = Vec::new();

@@ -1,8 +1,8 @@
-//! The sessions overlay (Ctrl+O): saved conversations, newest first; unreadable files are
-//! listed with the reason. The bottom line shows the rename being typed or the delete
-//! question.
+//! The sessions overlay (Ctrl+O): the filter being typed, then the saved conversations it
+//! lets through, newest first; unreadable files are listed with the reason. The bottom line
+//! shows the rename being typed or the delete question.
 
-use super::overlay::{centered, popup};
+use super::overlay::{centered, filter_line, popup};
 use super::theme;
 use crate::sessions::time::format_utc;
 use crate::sessions::Listed;
@@ -15,19 +15,24 @@ use ratatui::Frame;
 pub fn render(frame: &mut Frame, area: Rect, state: &State) {
     let area = centered(area, 100, 20);
     let inner = popup(frame, area, "Saved conversations");
-    let [list_area, hint_area] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(inner);
+    let [filter_area, list_area, hint_area] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(1),
+        Constraint::Length(2),
+    ])
+    .areas(inner);
     let list = &state.sessions;
-    if list.entries.is_empty() {
+    filter_line(frame, filter_area, &list.filter);
+    let visible = list.visible();
+    if visible.is_empty() {
         empty(frame, list_area, state);
     }
     let current = state.session.path();
     let height = list_area.height as usize;
     let first = list.selected.saturating_sub(height.saturating_sub(1));
     let width = list_area.width as usize;
-    let lines: Vec<Line> = list
-        .entries
-        .iter()
+    let lines: Vec<Line> = visible
+        .into_iter()
         .enumerate()
         .skip(first)
         .take(height)
@@ -47,6 +52,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State) {
 fn empty(frame: &mut Frame, list_area: Rect, state: &State) {
     let text = if state.sessions.loading {
         "Reading the sessions…".to_string()
+    } else if !state.sessions.entries.is_empty() {
+        format!(
+            "No saved conversation mentions “{}”. Backspace widens the filter.",
+            state.sessions.filter
+        )
     } else {
         format!(
             "No saved conversations in {} yet. Each one is saved there as it goes.",
@@ -118,7 +128,8 @@ fn hint(state: &State) -> Line<'static> {
             theme::warning(),
         )),
         _ => Line::from(Span::styled(
-            " ● this conversation · Enter continues one · r renames · d deletes",
+            " ● this conversation · type to filter · Enter continues one · F2 renames · \
+             Delete deletes",
             theme::dim(),
         )),
     }

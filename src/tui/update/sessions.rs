@@ -177,6 +177,7 @@ pub(super) fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>
         S::OpenList => {
             state.overlay = Overlay::Sessions;
             list.mode = ListMode::Browse;
+            list.filter.clear();
             list.loading = true;
             list.selected = 0;
             fx.push(Effect::Session(SessionEffect::List(
@@ -202,23 +203,28 @@ pub(super) fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>
             ListMode::Browse => state.overlay = Overlay::None,
             _ => list.mode = ListMode::Browse,
         },
-        S::Type(c) => {
-            if let ListMode::Rename(text) = &mut list.mode {
-                text.push(c);
-            }
-        }
-        S::Backspace => {
-            if let ListMode::Rename(text) = &mut list.mode {
+        S::Type(c) => match &mut list.mode {
+            ListMode::Rename(text) => text.push(c),
+            ListMode::Browse => list.push_filter(c.encode_utf8(&mut [0; 4])),
+            ListMode::ConfirmDelete => {}
+        },
+        S::Backspace => match &mut list.mode {
+            ListMode::Rename(text) => {
                 text.pop();
             }
-        }
+            ListMode::Browse => list.pop_filter(),
+            ListMode::ConfirmDelete => {}
+        },
     }
 }
 
-/// A paste into the title being renamed (on one line).
+/// A paste into the title being renamed, or into the filter (on one line).
 pub(super) fn paste(state: &mut State, text: &str) {
-    if let ListMode::Rename(title) = &mut state.sessions.mode {
-        title.push_str(&text.replace(['\r', '\n'], " "));
+    let line = text.replace(['\r', '\n'], " ");
+    match &mut state.sessions.mode {
+        ListMode::Rename(title) => title.push_str(&line),
+        ListMode::Browse => state.sessions.push_filter(&line),
+        ListMode::ConfirmDelete => {}
     }
 }
 
