@@ -1,5 +1,5 @@
 //! `taper sessions` and `taper export` on fixture files: a good session, one written by a
-//! newer taper (version 2) and a truncated one. The unreadable ones are reported by name and
+//! newer taper (version 9) and a truncated one. The unreadable ones are reported by name and
 //! never changed.
 
 use std::collections::BTreeMap;
@@ -67,7 +67,7 @@ fn sessions_lists_readable_ones_and_reports_the_others_by_file() {
         );
         let future = stdout.lines().find(|l| l.starts_with(FUTURE)).unwrap();
         assert!(
-            future.contains("unreadable: written by a newer taper (format version 2"),
+            future.contains("unreadable: written by a newer taper (format version 9"),
             "{future}"
         );
         assert!(future.contains(&format!("{FUTURE}.json")), "{future}");
@@ -120,7 +120,7 @@ fn exporting_an_unreadable_session_fails_naming_the_file_and_changes_nothing() {
     for (id, why) in [
         (
             FUTURE,
-            "written by a newer taper (format version 2; this one reads up to 1)",
+            "written by a newer taper (format version 9; this one reads up to 2)",
         ),
         (CORRUPT, "not valid JSON"),
     ] {

@@ -102,6 +102,9 @@ fn mib(bytes: u64) -> f64 {
 
 #[test]
 fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() {
+    // Alone: its memory figures are this process's, and the tmux tests' models compete for
+    // the same two cores and memory.
+    let _serial = crate::tui_support::serial();
     let path = common::real_model(common::SMOLLM2);
     let settings = Settings {
         system_prompt: SYSTEM.to_string(),
