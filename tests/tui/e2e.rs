@@ -176,7 +176,7 @@ fn taper_alone_opens_the_model_picker() {
 }
 
 /// A temporary data directory whose `models` links to the test models.
-fn fresh_home() -> tempfile::TempDir {
+pub(crate) fn fresh_home() -> tempfile::TempDir {
     let models = common::real_model(common::SMOLLM2)
         .parent()
         .expect("the models directory")

@@ -4,7 +4,6 @@
 //! the final answer streamed, and the saved session and its export holding the calls. And
 //! `taper ask --tools`, the same loop without a screen.
 
-use crate::common;
 use crate::tui_support::serial;
 use crate::tui_support::tmux::{assert_terminal_restored, binary, shell_command, Tmux};
 use crate::venv;
@@ -19,12 +18,7 @@ const QUICK: Duration = Duration::from_secs(60);
 /// A data directory with the test models and a config naming the `calc` server (one tool,
 /// `add`); at most `rounds` rounds of calls per question.
 fn home_with_calc(rounds: usize) -> tempfile::TempDir {
-    let models = common::real_model(common::SMOLLM2)
-        .parent()
-        .expect("the models directory")
-        .to_path_buf();
-    let home = tempfile::tempdir().expect("a temporary directory");
-    std::os::unix::fs::symlink(&models, home.path().join("models")).expect("a symlink");
+    let home = crate::e2e::fresh_home();
     let python = venv::venv_python("taper-test-mcp-venv", &["mcp==2.3.0"], "mcp");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/servers/pyserver.py");
     let config = format!(
