@@ -8,6 +8,8 @@ mod common;
 mod hub_server;
 #[path = "../support/llama_server.rs"]
 mod llama_server;
+#[path = "../support/serve.rs"]
+mod serve_support;
 #[path = "../support/tui/mod.rs"]
 mod tui_support;
 #[path = "../support/venv.rs"]

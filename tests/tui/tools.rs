@@ -31,10 +31,14 @@ fn home_with_calc(rounds: usize) -> tempfile::TempDir {
 }
 
 fn ask(home: &tempfile::TempDir, extra: &[&str]) -> (String, String, bool) {
+    ask_model(home, "SmolLM2-135M-Instruct.Q4_1", extra)
+}
+
+fn ask_model(home: &tempfile::TempDir, model: &str, extra: &[&str]) -> (String, String, bool) {
     let mut args = vec![
         "ask",
         "-m",
-        "SmolLM2-135M-Instruct.Q4_1",
+        model,
         "--temperature",
         "0",
         "--tools",
@@ -97,6 +101,34 @@ fn ask_with_tools_runs_the_calls_and_each_round_reads_only_what_is_new() {
         .and_then(|n| n.parse().ok())
         .expect("the --stats line");
     assert!(cached > rounds[1].0, "{last}");
+}
+
+#[test]
+fn a_remote_model_calls_the_local_servers_tools_the_same_way() {
+    let _serial = serial();
+    // `taper serve` on SmolLM2 is the remote: the tools go to it as OpenAI `tools`, its
+    // `tool_calls` come back and run here.
+    let server = crate::serve_support::Server::start(&[]);
+    let home = home_with_calc(1);
+    let config = home.path().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config.toml");
+    text.push_str(&format!(
+        "\n[[remotes]]\nname = \"box\"\nurl = {:?}\n",
+        server.url
+    ));
+    std::fs::write(&config, text).expect("config.toml");
+    let (stdout, stderr, ok) = ask_model(&home, "box/SmolLM2-135M-Instruct.Q4_1", &["--yes"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("taper: calc wants to call add {"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("taper: add returned in "), "{stderr}");
+    assert!(
+        stderr.contains("remote "),
+        "the figures name the server: {stderr}"
+    );
+    assert!(!stdout.trim().is_empty(), "{stderr}");
 }
 
 #[test]

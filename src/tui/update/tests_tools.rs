@@ -267,3 +267,26 @@ fn without_servers_no_tools_are_sent() {
     let fx = t.key(KeyCode::Enter, KeyModifiers::NONE);
     assert!(generated(&fx).is_some_and(|g| g.tools.is_none()));
 }
+
+#[test]
+fn a_resumed_tool_loop_sends_the_same_history() {
+    let mut t = Test::with_tools(vec![offered("add", Approval::Always)]);
+    let turn = t.ask("2+2?");
+    t.calls(turn, vec![call("c1", "add")]);
+    let fx = t.result("c1", "4");
+    let saved = fx
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Effect::Session(SessionEffect::Save { session, .. }) => Some(session.clone()),
+            _ => None,
+        })
+        .expect("saved after the result");
+    let mut resumed = Test::loaded();
+    super::super::restore(&mut resumed.state, *saved);
+    assert_eq!(
+        resumed.state.conversation.messages(""),
+        t.state.conversation.messages("")
+    );
+    assert!(resumed.state.conversation.unanswered_calls().is_empty());
+}
