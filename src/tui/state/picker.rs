@@ -69,6 +69,9 @@ pub struct PickerState {
     pub scanning: bool,
     /// Where models are looked for, to say so when there are none.
     pub models_dir: PathBuf,
+    /// The user moved the selection or typed a filter since the picker opened: listings
+    /// that arrive later keep the selection on the model chosen, not on an index.
+    pub touched: bool,
 }
 
 impl PickerState {
@@ -101,11 +104,15 @@ impl PickerState {
         self.visible().get(self.selected).copied()
     }
 
+    /// The local scan arrived. Until the user moves, the selection is the first model, a
+    /// local one: a remote's listing that came first does not keep it (Enter would chat with
+    /// a server instead of the file).
     pub fn set_entries(&mut self, entries: Vec<ModelEntry>) {
         let keep = self.selected_entry().map(|e| e.path.clone());
         self.entries = entries;
         self.scanning = false;
         self.selected = keep
+            .filter(|_| self.touched)
             .and_then(|p| self.visible().iter().position(|e| e.path == p))
             .unwrap_or(0);
     }
@@ -120,17 +127,28 @@ impl PickerState {
         self.move_selection(0);
     }
 
+    /// The picker opens: no filter, the first model selected.
+    pub fn open(&mut self) {
+        self.filter.clear();
+        self.selected = 0;
+        self.touched = false;
+    }
+
     pub fn push_filter(&mut self, c: char) {
         self.filter.push(c);
         self.selected = 0;
+        self.touched = true;
     }
 
     pub fn pop_filter(&mut self) {
         self.filter.pop();
         self.selected = 0;
+        self.touched = true;
     }
 
+    /// Moves the selection by `delta` (0: keeps it in range).
     pub fn move_selection(&mut self, delta: isize) {
+        self.touched |= delta != 0;
         let n = self.visible().len();
         if n == 0 {
             self.selected = 0;

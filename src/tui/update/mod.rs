@@ -106,7 +106,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
             state.scroll = Default::default();
             state.status = Some("New conversation".into());
         }
-        Action::ToggleThinking => state.show_thinking = !state.show_thinking,
+        Action::ToggleThinking => toggle_thinking(state),
         Action::Redraw => fx.push(Effect::Redraw),
         Action::PageUp => scroll_by(state, -(page(state) as isize)),
         Action::PageDown => scroll_by(state, page(state) as isize),
@@ -122,6 +122,25 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::Tool(action) => tools::approve(state, action, fx),
         Action::Ignore => {}
         overlay => overlays::act(state, overlay, fx),
+    }
+}
+
+/// Shows or folds thinking; says so when no answer has any, instead of nothing happening.
+fn toggle_thinking(state: &mut State) {
+    state.show_thinking = !state.show_thinking;
+    let any = state.conversation.entries.iter().any(|e| {
+        matches!(&e.body, super::state::EntryBody::Message { message, answer: Some(_) }
+            if crate::chat::split_thinking(&message.content).thinking.is_some())
+    });
+    if !any {
+        let now = if state.show_thinking {
+            "shown"
+        } else {
+            "folded"
+        };
+        state.status = Some(format!(
+            "Thinking {now}, but no answer here has any (only thinking models, like Qwen3, write it)"
+        ));
     }
 }
 

@@ -13,8 +13,7 @@ pub(super) fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
     match action {
         Action::OpenPicker => {
             state.overlay = Overlay::Picker;
-            state.picker.filter.clear();
-            state.picker.selected = 0;
+            state.picker.open();
             fx.push(Effect::ScanModels);
         }
         Action::OpenSettings => {

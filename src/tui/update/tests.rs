@@ -267,3 +267,49 @@ fn help_scrolls_within_its_lines() {
 
 #[path = "tests_tools.rs"]
 mod tools;
+
+#[test]
+fn a_remote_listing_that_arrives_first_does_not_keep_the_picker_on_the_remote() {
+    let mut t = Test::new();
+    t.send(Msg::Start(None));
+    assert_eq!(t.state.overlay, Overlay::Picker);
+    let mut remote = ModelEntry::from_path("box/big".into());
+    remote.architecture = crate::tui::state::picker::REMOTE.into();
+    t.send(Msg::RemoteModels(vec![remote.clone()]));
+    t.send(Msg::Models(vec![
+        ModelEntry::from_path("/models/a.gguf".into()),
+        ModelEntry::from_path("/models/b.gguf".into()),
+    ]));
+    let chosen = t.state.picker.selected_entry().map(|e| e.path.clone());
+    assert_eq!(chosen, Some(PathBuf::from("/models/a.gguf")));
+    // A selection the user made stays where it is when a listing comes in.
+    t.key(KeyCode::Down, KeyModifiers::NONE);
+    t.key(KeyCode::Down, KeyModifiers::NONE);
+    t.send(Msg::Models(vec![
+        ModelEntry::from_path("/models/a.gguf".into()),
+        ModelEntry::from_path("/models/b.gguf".into()),
+    ]));
+    let chosen = t.state.picker.selected_entry().map(|e| e.path.clone());
+    assert_eq!(chosen, Some(remote.path));
+}
+
+#[test]
+fn ctrl_t_without_any_thinking_says_so() {
+    let mut t = Test::loaded();
+    t.key(KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert!(
+        t.state
+            .status
+            .as_deref()
+            .is_some_and(|s| s.contains("no answer here has any")),
+        "{:?}",
+        t.state.status
+    );
+    let turn = t.ask("hi");
+    if let Some((message, _)) = t.state.conversation.answer_mut(turn) {
+        message.content = "<think>hm</think>Hello".into();
+    }
+    t.finish(turn);
+    t.key(KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(t.state.status, None);
+}
