@@ -6,8 +6,9 @@
 use super::ask::stream_answer;
 use crate::chat::{Message, ToolCall};
 use crate::engine::EngineHandle;
-use crate::mcp::{Approval, McpConfig, OfferedTool, ServerState, ToolHost, ToolResult};
-use crate::protocol::{GenerateRequest, SamplingParams, ToolChoice, ToolSet, Usage};
+use crate::mcp::{tool_set, unknown_tool, Approval, McpConfig, OfferedTool, ServerState};
+use crate::mcp::{ToolHost, ToolResult, REFUSED};
+use crate::protocol::{GenerateRequest, SamplingParams, ToolChoice, Usage};
 use anyhow::{bail, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
@@ -86,14 +87,11 @@ fn rounds(
         approve_all,
         show_rounds,
     } = turn;
-    let tools = |choice: ToolChoice| ToolSet {
-        tools: offered.iter().map(|t| t.spec.clone()).collect(),
-        choice,
-        parallel: true,
-    };
+    let tools = |choice: ToolChoice| tool_set(offered, choice);
     // `none` offers no tools at all; out of rounds, they are described but not callable.
     let mut tools_now = (choice != ToolChoice::None).then(|| tools(choice));
-    for round in 0usize.. {
+    let mut round = 0usize;
+    loop {
         let request = GenerateRequest {
             tools: tools_now.take(),
             ..GenerateRequest::chat(
@@ -135,15 +133,14 @@ fn rounds(
                 tools(ToolChoice::None)
             }
         });
+        round += 1;
     }
-    unreachable!("the loop returns")
 }
 
 /// Approves and runs one call; a refusal or failure is a result the model reads.
 fn call_once(host: &ToolHost, offered: &[OfferedTool], call: &ToolCall, yes: bool) -> ToolResult {
     let Some(tool) = offered.iter().find(|t| t.name == call.name) else {
-        let text = format!("There is no tool named {:?}.", call.name);
-        return ToolResult::failure(text, Duration::ZERO);
+        return ToolResult::failure(unknown_tool(&call.name), Duration::ZERO);
     };
     eprintln!(
         "taper: {} wants to call {} {}",
@@ -158,7 +155,7 @@ fn call_once(host: &ToolHost, offered: &[OfferedTool], call: &ToolCall, yes: boo
         Approval::Ask => ask_on_terminal(&call.name),
     };
     if !approved {
-        return ToolResult::failure("The user refused to run this tool call.", Duration::ZERO);
+        return ToolResult::failure(REFUSED, Duration::ZERO);
     }
     let arguments = match serde_json::from_str(&call.arguments) {
         Ok(serde_json::Value::Object(map)) => serde_json::Value::Object(map),

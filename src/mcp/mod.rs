@@ -29,4 +29,7 @@ mod watch;
 pub use config::{Approval, McpConfig, ServerConfig, ToolConfig};
 pub use host::ToolHost;
 pub use log::log_path;
-pub use types::{OfferedTool, ServerState, ServerStatus, ToolEvent, ToolInfo, ToolResult};
+pub use types::{
+    tool_set, unknown_tool, OfferedTool, ServerState, ServerStatus, ToolEvent, ToolInfo,
+    ToolResult, REFUSED,
+};

@@ -85,6 +85,26 @@ pub struct ToolResult {
     pub elapsed: Duration,
 }
 
+/// What the model reads of a call the user refused (in the chat or in `ask`).
+pub const REFUSED: &str = "The user refused to run this tool call.";
+
+/// What the model reads of a call of a tool no server offers.
+pub fn unknown_tool(name: &str) -> String {
+    format!("There is no tool named {name:?}.")
+}
+
+/// The offered tools as a request's tool set, with `choice`.
+pub fn tool_set(
+    offered: &[OfferedTool],
+    choice: crate::protocol::ToolChoice,
+) -> crate::protocol::ToolSet {
+    crate::protocol::ToolSet {
+        tools: offered.iter().map(|t| t.spec.clone()).collect(),
+        choice,
+        parallel: true,
+    }
+}
+
 impl ToolResult {
     /// A call that failed before or instead of a result: one sentence.
     pub fn failure(text: impl Into<String>, elapsed: Duration) -> Self {

@@ -13,8 +13,8 @@ pub struct ProseStream {
     text: String,
     /// Bytes of a leading thinking part sent as they are.
     thinking_sent: usize,
-    /// Where the answer after the thinking part starts, once known.
-    answer_from: Option<usize>,
+    /// The thinking part (if any) is over: the rest goes through `calls`.
+    in_answer: bool,
     calls: CallStream,
 }
 
@@ -23,14 +23,14 @@ impl ProseStream {
         Self {
             text: String::new(),
             thinking_sent: 0,
-            answer_from: None,
+            in_answer: false,
             calls: CallStream::new(format),
         }
     }
 
     /// The next piece of the answer; the text to show now.
     pub fn push(&mut self, piece: &str) -> String {
-        if let Some(_from) = self.answer_from {
+        if self.in_answer {
             return prose(self.calls.push(piece));
         }
         self.text.push_str(piece);
@@ -41,7 +41,7 @@ impl ProseStream {
             return String::new();
         }
         if !trimmed.starts_with(THINK_OPEN) {
-            self.answer_from = Some(0);
+            self.in_answer = true;
             let all = std::mem::take(&mut self.text);
             return prose(self.calls.push(&all));
         }
@@ -56,7 +56,7 @@ impl ProseStream {
         let mut out = self.text[self.thinking_sent..upto].to_string();
         self.thinking_sent = upto;
         if end {
-            self.answer_from = Some(upto);
+            self.in_answer = true;
             let rest = self.text[upto..].to_string();
             out.push_str(&prose(self.calls.push(&rest)));
         }
@@ -65,10 +65,10 @@ impl ProseStream {
 
     /// The answer has ended: what was held back that is prose.
     pub fn finish(self) -> String {
-        match self.answer_from {
-            Some(_) => prose(self.calls.finish()),
+        match self.in_answer {
+            true => prose(self.calls.finish()),
             // It never left its thinking part (or never began): what is left is as it stands.
-            None => self.text[self.thinking_sent..].to_string(),
+            false => self.text[self.thinking_sent..].to_string(),
         }
     }
 }

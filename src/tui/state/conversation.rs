@@ -40,6 +40,18 @@ pub struct ToolOutcome {
     pub elapsed_s: Option<f64>,
 }
 
+impl ToolOutcome {
+    /// A call that never ran (refused, stopped, unknown): its text says why.
+    pub fn failed(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            is_error: true,
+            note: None,
+            elapsed_s: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeLevel {
     Info,

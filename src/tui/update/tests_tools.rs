@@ -49,6 +49,17 @@ fn tool_call_effect(fx: &[Effect]) -> Option<String> {
     })
 }
 
+/// The session the last save effect in `fx` writes.
+fn last_saved(fx: &[Effect]) -> Box<crate::sessions::Session> {
+    fx.iter()
+        .rev()
+        .find_map(|e| match e {
+            Effect::Session(SessionEffect::Save { session, .. }) => Some(session.clone()),
+            _ => None,
+        })
+        .expect("saved after the result")
+}
+
 impl Test {
     /// A loaded model and the servers offering `tools`.
     fn with_tools(tools: Vec<OfferedTool>) -> Self {
@@ -155,10 +166,7 @@ fn n_refuses_and_the_model_is_told() {
     t.calls(turn, vec![call("c1", "add")]);
     let fx = t.typed('n');
     assert!(tool_call_effect(&fx).is_none());
-    assert_eq!(
-        t.tool_results(),
-        [(super::super::tools::REFUSED.to_string(), true)]
-    );
+    assert_eq!(t.tool_results(), [(crate::mcp::REFUSED.to_string(), true)]);
     assert!(
         generated(&fx).is_some(),
         "the model answers knowing it was refused"
@@ -245,14 +253,7 @@ fn the_saved_session_holds_the_calls_and_results() {
     let turn = t.ask("2+2?");
     t.calls(turn, vec![call("c1", "add")]);
     let fx = t.result("c1", "4");
-    let saved = fx
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            Effect::Session(SessionEffect::Save { session, .. }) => Some(session.clone()),
-            _ => None,
-        })
-        .expect("saved after the result");
+    let saved = last_saved(&fx);
     let m = &saved.messages;
     assert_eq!(m[1].tool_calls[0].id, "c1");
     assert_eq!(m[2].role, Role::Tool);
@@ -274,14 +275,7 @@ fn a_resumed_tool_loop_sends_the_same_history() {
     let turn = t.ask("2+2?");
     t.calls(turn, vec![call("c1", "add")]);
     let fx = t.result("c1", "4");
-    let saved = fx
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            Effect::Session(SessionEffect::Save { session, .. }) => Some(session.clone()),
-            _ => None,
-        })
-        .expect("saved after the result");
+    let saved = last_saved(&fx);
     let mut resumed = Test::loaded();
     super::super::restore(&mut resumed.state, *saved);
     assert_eq!(

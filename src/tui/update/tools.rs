@@ -5,13 +5,11 @@
 
 use super::{sessions, turn};
 use crate::chat::ToolCall;
-use crate::mcp::{Approval, OfferedTool, ToolEvent, ToolResult};
+use crate::mcp::{unknown_tool, Approval, OfferedTool, ToolEvent, ToolResult, REFUSED};
 use crate::tui::keymap::ToolAction;
 use crate::tui::msg::Effect;
 use crate::tui::state::{CallStep, CurrentCall, NoticeLevel, Phase, State, ToolOutcome, ToolRun};
 
-/// What the model is told when the user says no.
-pub const REFUSED: &str = "The user refused to run this tool call.";
 /// What the model is told when the config forbids the tool.
 const FORBIDDEN: &str = "The user's settings do not allow this tool to run.";
 /// What the model is told of a call the user stopped.
@@ -54,10 +52,7 @@ fn next_call(state: &mut State, fx: &mut Vec<Effect>) {
         return round_done(state, fx);
     };
     match state.tools.approval(&call.name) {
-        None => {
-            let text = format!("There is no tool named {:?}.", call.name);
-            answer_without_running(state, &call, text, fx);
-        }
+        None => answer_without_running(state, &call, unknown_tool(&call.name), fx),
         Some(Approval::Never) => answer_without_running(state, &call, FORBIDDEN.into(), fx),
         Some(Approval::Always) => run(state, call, fx),
         Some(Approval::Ask) => {
@@ -87,12 +82,7 @@ fn run(state: &mut State, call: ToolCall, fx: &mut Vec<Effect>) {
 
 /// A call that is not run gets its result at once, and the loop goes on.
 fn answer_without_running(state: &mut State, call: &ToolCall, text: String, fx: &mut Vec<Effect>) {
-    let outcome = ToolOutcome {
-        name: call.name.clone(),
-        is_error: true,
-        note: None,
-        elapsed_s: None,
-    };
+    let outcome = ToolOutcome::failed(&call.name);
     state.conversation.push_tool_result(&call.id, text, outcome);
     if let Some(run) = state.tools.run.as_mut() {
         run.current = None;
@@ -181,12 +171,7 @@ pub(super) fn stop(state: &mut State, fx: &mut Vec<Effect>) {
         fx.push(Effect::CancelTool(call.id.clone()));
     }
     for call in state.conversation.unanswered_calls() {
-        let outcome = ToolOutcome {
-            name: call.name.clone(),
-            is_error: true,
-            note: None,
-            elapsed_s: None,
-        };
+        let outcome = ToolOutcome::failed(&call.name);
         state
             .conversation
             .push_tool_result(&call.id, STOPPED, outcome);

@@ -59,11 +59,7 @@ fn offered_tools(state: &State, choice: ToolChoice) -> Option<ToolSet> {
     if state.tools.offered.is_empty() {
         return None;
     }
-    Some(ToolSet {
-        tools: state.tools.offered.iter().map(|t| t.spec.clone()).collect(),
-        choice,
-        parallel: true,
-    })
+    Some(crate::mcp::tool_set(&state.tools.offered, choice))
 }
 
 fn generate_with(state: &mut State, tools: Option<ToolSet>, fx: &mut Vec<Effect>) {
