@@ -94,7 +94,7 @@ fn start_model(
         config.find_target(name).is_some() || crate::models::resolve(Some(name), config).is_ok()
     };
     let last_model = resumed
-        .and_then(|s| s.messages.iter().rev().find_map(|m| m.model.clone()))
+        .and_then(|s| s.path().iter().rev().find_map(|m| m.model.clone()))
         .filter(|name| named.is_none() && known(name));
     let Some(name) = named.or(last_model.as_deref()) else {
         return Ok(None);

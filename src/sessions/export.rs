@@ -1,7 +1,7 @@
 //! A session as a readable Markdown transcript (`taper export --markdown`, and the TUI's
 //! export key).
 
-use super::format::{SavedMessage, SavedStatus, Session};
+use super::format::{SavedMessage, SavedSampling, SavedStatus, Session};
 use super::time::format_utc;
 use crate::chat::Role;
 use std::fmt::Write;
@@ -21,22 +21,26 @@ pub fn to_markdown(s: &Session) -> String {
     if !models.is_empty() {
         let _ = writeln!(out, "- Models: {}", models.join(", "));
     }
-    let p = &s.sampling;
-    let seed = p.seed.map_or("random".to_string(), |s| s.to_string());
-    let _ = writeln!(
-        out,
-        "- Sampling: temperature {}, top-k {}, top-p {}, min-p {}, repeat penalty {}, seed {}, \
-         at most {} tokens",
-        p.temperature, p.top_k, p.top_p, p.min_p, p.repeat_penalty, seed, p.max_tokens
-    );
+    let _ = writeln!(out, "- Sampling: {}", sampling_line(&s.sampling));
+    let path = s.path();
+    let elsewhere = s.messages.len() - path.len();
+    if elsewhere > 0 {
+        let _ = writeln!(
+            out,
+            "- Branches: this is the branch on screen; {elsewhere} more message{} on other \
+             branches are in the session file",
+            if elsewhere == 1 { "" } else { "s" }
+        );
+    }
     if !s.system_prompt.trim().is_empty() {
         let _ = writeln!(out, "\n## System prompt\n");
         for line in s.system_prompt.lines() {
             let _ = writeln!(out, "> {line}");
         }
     }
-    for m in &s.messages {
+    for m in path {
         let _ = writeln!(out, "\n---\n\n## {}\n", heading(m));
+        own_settings(&mut out, s, m);
         if m.role == Role::Tool {
             tool_result(&mut out, m);
             continue;
@@ -81,6 +85,35 @@ pub fn to_markdown(s: &Session) -> String {
         }
     }
     out
+}
+
+/// The sampling settings in one line.
+fn sampling_line(p: &SavedSampling) -> String {
+    let seed = p.seed.map_or("random".to_string(), |s| s.to_string());
+    format!(
+        "temperature {}, top-k {}, top-p {}, min-p {}, repeat penalty {}, seed {}, at most {} \
+         tokens",
+        p.temperature, p.top_k, p.top_p, p.min_p, p.repeat_penalty, seed, p.max_tokens
+    )
+}
+
+/// An answer written with other settings or another system prompt than the session's
+/// (the header's) says which.
+fn own_settings(out: &mut String, s: &Session, m: &SavedMessage) {
+    if let Some(p) = m.sampling.as_ref().filter(|p| **p != s.sampling) {
+        let _ = writeln!(out, "*Sampling for this answer: {}*\n", sampling_line(p));
+    }
+    if let Some(prompt) = m.system_prompt.as_ref().filter(|p| **p != s.system_prompt) {
+        if prompt.trim().is_empty() {
+            let _ = writeln!(out, "*No system prompt for this answer.*\n");
+            return;
+        }
+        let _ = writeln!(out, "*System prompt for this answer:*\n");
+        for line in prompt.lines() {
+            let _ = writeln!(out, "> {line}");
+        }
+        let _ = writeln!(out);
+    }
 }
 
 /// A tool's result as a fenced block (it may be any text), with what was cut.

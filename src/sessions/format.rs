@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// What `"format"` must say: a JSON file that is something else is not taken for a session.
 pub const FORMAT_NAME: &str = "taper-session";
 /// The version this build writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Larger files are refused before they are read whole (a long chat is well under 1 MiB).
 pub const MAX_SESSION_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -27,7 +27,12 @@ pub struct Session {
     pub system_prompt: String,
     /// The settings of the latest answer.
     pub sampling: SavedSampling,
+    /// Every message of the tree, each after its parent. Without ids (versions 1 and 2, and
+    /// any file that never branched) they are one path, each following the one before.
     pub messages: Vec<SavedMessage>,
+    /// The id of the message the path on screen ends at (version 3); absent: the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +49,12 @@ pub struct SavedSampling {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedMessage {
+    /// Its id in the file, unique (version 3; absent in a file without ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// The message it follows; absent for the first of a branch from the start (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u64>,
     /// `user`, `assistant` or `tool` (the system prompt is `Session::system_prompt`).
     pub role: Role,
     pub content: String,
@@ -74,12 +85,21 @@ pub struct SavedMessage {
     /// Tool messages: what was cut from the result or left out, one line (version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Assistant messages: the settings it was written with (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SavedSampling>,
+    /// Assistant messages: the system prompt it was written with, when not the session's
+    /// (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 impl SavedMessage {
     /// A message with no answer figures and no tools.
     pub fn plain(role: Role, content: impl Into<String>, at: u64) -> Self {
         Self {
+            id: None,
+            parent: None,
             role,
             content: content.into(),
             at,
@@ -92,6 +112,8 @@ impl SavedMessage {
             tool_name: None,
             is_error: false,
             note: None,
+            sampling: None,
+            system_prompt: None,
         }
     }
 }
@@ -208,7 +230,64 @@ impl Session {
             system_prompt: system_prompt.to_string(),
             sampling,
             messages: Vec::new(),
+            current: None,
         }
+    }
+
+    /// Each message's parent, by index (a file without ids is one path), and the index the
+    /// path on screen ends at. Err says what is wrong with the ids.
+    pub fn tree(&self) -> Result<(Vec<Option<usize>>, Option<usize>), String> {
+        let n = self.messages.len();
+        let with_ids = self.messages.iter().filter(|m| m.id.is_some()).count();
+        if with_ids == 0 {
+            if self.current.is_some() {
+                return Err("\"current\" names a message, but messages have no ids".into());
+            }
+            return Ok(((0..n).map(|i| i.checked_sub(1)).collect(), n.checked_sub(1)));
+        }
+        if with_ids != n {
+            return Err("some messages have ids and some do not".into());
+        }
+        let mut index = std::collections::HashMap::with_capacity(n);
+        let mut parents = Vec::with_capacity(n);
+        for (i, m) in self.messages.iter().enumerate() {
+            let id = m.id.unwrap_or_default();
+            let parent = match m.parent {
+                None => None,
+                Some(p) => Some(*index.get(&p).ok_or_else(|| {
+                    format!("message {i}'s parent {p} is not a message before it")
+                })?),
+            };
+            if index.insert(id, i).is_some() {
+                return Err(format!("message {i} has the id {id} of an earlier message"));
+            }
+            parents.push(parent);
+        }
+        let current = match self.current {
+            Some(id) => Some(
+                *index
+                    .get(&id)
+                    .ok_or_else(|| format!("\"current\" is {id}, which no message has"))?,
+            ),
+            None => n.checked_sub(1),
+        };
+        Ok((parents, current))
+    }
+
+    /// The path on screen: from the start to `current`, in order.
+    pub fn path(&self) -> Vec<&SavedMessage> {
+        let Ok((parents, current)) = self.tree() else {
+            return self.messages.iter().collect();
+        };
+        let mut out = Vec::new();
+        let mut at = current;
+        // A parent is always before its child, so this ends.
+        while let Some(i) = at {
+            out.push(&self.messages[i]);
+            at = parents[i];
+        }
+        out.reverse();
+        out
     }
 
     /// The title, or (untitled) the start of the first question.
@@ -312,8 +391,8 @@ pub fn parse_session(bytes: &[u8]) -> Result<Session, SessionError> {
     Ok(session)
 }
 
-/// What serde cannot check: the id is a safe file name; no system message; each tool result
-/// answers a call made before it.
+/// What serde cannot check: the id is a safe file name; no system message; message ids make
+/// a tree; each tool result answers a call of the answer it follows.
 fn validate(s: &Session) -> Result<(), SessionError> {
     if !valid_id(&s.id) {
         return Err(SessionError::Corrupted(format!("bad id {:?}", s.id)));
@@ -323,15 +402,27 @@ fn validate(s: &Session) -> Result<(), SessionError> {
             "a system message among the messages (the system prompt has its own field)".into(),
         ));
     }
-    let mut calls = std::collections::HashSet::new();
+    let (parents, _) = s.tree().map_err(SessionError::Corrupted)?;
+    // A result answers a call of the answer its run of results follows.
+    let mut caller: Vec<Option<usize>> = Vec::with_capacity(s.messages.len());
     for (i, m) in s.messages.iter().enumerate() {
-        calls.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
-        if m.role == Role::Tool
-            && !m
-                .tool_call_id
-                .as_deref()
-                .is_some_and(|id| calls.contains(id))
-        {
+        let parent = parents[i];
+        let after = parent.and_then(|p| match s.messages[p].role {
+            Role::Tool => caller[p],
+            Role::Assistant => Some(p),
+            Role::User | Role::System => None,
+        });
+        caller.push(after);
+        if m.role != Role::Tool {
+            continue;
+        }
+        let answers = after.is_some_and(|p| {
+            s.messages[p]
+                .tool_calls
+                .iter()
+                .any(|c| Some(c.id.as_str()) == m.tool_call_id.as_deref())
+        });
+        if !answers {
             return Err(SessionError::Corrupted(format!(
                 "message {i} is a tool result that answers no call before it"
             )));

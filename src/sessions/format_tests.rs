@@ -70,7 +70,7 @@ fn a_tool_result_must_answer_an_earlier_call() {
 fn a_version_1_file_still_reads() {
     let text = String::from_utf8(sample().to_bytes())
         .unwrap()
-        .replace("\"version\": 2", "\"version\": 1");
+        .replace("\"version\": 3", "\"version\": 1");
     assert_eq!(parse_session(text.as_bytes()).unwrap().version, 1);
 }
 
@@ -88,7 +88,7 @@ fn a_session_survives_a_round_trip() {
 fn a_newer_version_is_refused_by_number() {
     let text = String::from_utf8(sample().to_bytes())
         .unwrap()
-        .replace("\"version\": 2", "\"version\": 7");
+        .replace("\"version\": 3", "\"version\": 7");
     assert_eq!(parse_session(text.as_bytes()), Err(SessionError::TooNew(7)));
 }
 
@@ -97,7 +97,7 @@ fn odd_versions_are_unknown() {
     for v in ["0", "\"1\"", "-1", "1.5", "null"] {
         let text = String::from_utf8(sample().to_bytes())
             .unwrap()
-            .replace("\"version\": 2", &format!("\"version\": {v}"));
+            .replace("\"version\": 3", &format!("\"version\": {v}"));
         assert!(
             matches!(
                 parse_session(text.as_bytes()),
@@ -159,4 +159,139 @@ fn titles_come_from_the_first_question() {
     s.title = "Sums".into();
     assert_eq!(s.display_title(), "Sums");
     assert_eq!(title_from(&"x".repeat(70)).chars().count(), 61);
+}
+
+/// q1 → a1, and q1 → a1' (a regenerated sibling) → q2 → a2, shown on the second branch.
+pub(crate) fn with_branches() -> Session {
+    let mut s = sample();
+    let a1 = s.messages[1].clone();
+    s.messages[0].id = Some(1);
+    s.messages[1].id = Some(2);
+    s.messages[1].parent = Some(1);
+    let with = |id, parent, m: SavedMessage| SavedMessage {
+        id: Some(id),
+        parent: Some(parent),
+        ..m
+    };
+    s.messages.push(with(
+        5,
+        1,
+        SavedMessage {
+            content: "Four.".into(),
+            ..a1.clone()
+        },
+    ));
+    s.messages.push(with(
+        6,
+        5,
+        SavedMessage::plain(Role::User, "And 3+3?", 1_764_506_910),
+    ));
+    s.messages.push(with(
+        7,
+        6,
+        SavedMessage {
+            content: "Six.".into(),
+            ..a1
+        },
+    ));
+    s.current = Some(7);
+    s
+}
+
+#[test]
+fn every_older_version_reads_as_one_path() {
+    let v1 = include_bytes!("../../tests/fixtures/session-versions/v1.json");
+    let v2 = include_bytes!("../../tests/fixtures/session-versions/v2.json");
+    for (version, bytes) in [(1, &v1[..]), (2, &v2[..])] {
+        let s = parse_session(bytes).unwrap();
+        assert_eq!(s.version, version);
+        let (parents, current) = s.tree().unwrap();
+        let n = s.messages.len();
+        assert_eq!(
+            parents,
+            (0..n).map(|i| i.checked_sub(1)).collect::<Vec<_>>()
+        );
+        assert_eq!(current, Some(n - 1));
+        let path: Vec<&SavedMessage> = s.path();
+        assert_eq!(path.len(), n, "version {version}");
+        assert!(path
+            .iter()
+            .zip(&s.messages)
+            .all(|(a, b)| std::ptr::eq(*a, b)));
+    }
+}
+
+#[test]
+fn a_tree_survives_a_round_trip_and_its_path_follows_current() {
+    let s = with_branches();
+    let back = parse_session(&s.to_bytes()).unwrap();
+    assert_eq!(back, s);
+    let path: Vec<&str> = back.path().iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(path, ["What is 2+2?", "Four.", "And 3+3?", "Six."]);
+    let mut other = back.clone();
+    other.current = Some(2);
+    let path: Vec<&str> = other.path().iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(path, ["What is 2+2?", "It is 4."]);
+}
+
+#[test]
+fn ids_that_do_not_make_a_tree_are_refused() {
+    type Breaker = fn(&mut Session);
+    let cases: [(&str, Breaker); 5] = [
+        ("parent", |s| s.messages[2].parent = Some(99)),
+        ("parent", |s| s.messages[2].parent = Some(6)),
+        ("id", |s| s.messages[3].id = Some(1)),
+        ("current", |s| s.current = Some(42)),
+        ("some messages", |s| s.messages[4].id = None),
+    ];
+    for (word, break_it) in cases {
+        let mut s = with_branches();
+        break_it(&mut s);
+        match parse_session(&s.to_bytes()) {
+            Err(SessionError::Corrupted(why)) => assert!(why.contains(word), "{why}"),
+            other => panic!("{word}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_tool_result_answers_the_answer_on_its_own_branch() {
+    // The call is on a sibling branch, not before the result on its own: refused.
+    let mut s = with_tools();
+    for (i, m) in s.messages.iter_mut().enumerate() {
+        m.id = Some(i as u64 + 1);
+        m.parent = (i > 0).then_some(i as u64);
+    }
+    assert!(parse_session(&s.to_bytes()).is_ok());
+    let mut sibling = SavedMessage {
+        id: Some(10),
+        parent: Some(1),
+        ..s.messages[1].clone()
+    };
+    sibling.tool_calls.clear();
+    s.messages.push(sibling);
+    s.messages.push(SavedMessage {
+        id: Some(11),
+        parent: Some(10),
+        ..s.messages[2].clone()
+    });
+    assert!(matches!(
+        parse_session(&s.to_bytes()),
+        Err(SessionError::Corrupted(m)) if m.contains("message 5")
+    ));
+}
+
+#[test]
+fn each_answer_keeps_its_own_settings() {
+    let mut s = sample();
+    let mut own = s.sampling.clone();
+    own.temperature = 0.2;
+    s.messages[1].sampling = Some(own.clone());
+    s.messages[1].system_prompt = Some("Be verbose.".into());
+    let back = parse_session(&s.to_bytes()).unwrap();
+    assert_eq!(back.messages[1].sampling, Some(own));
+    assert_eq!(
+        back.messages[1].system_prompt.as_deref(),
+        Some("Be verbose.")
+    );
 }

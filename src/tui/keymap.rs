@@ -2,7 +2,7 @@
 //! What each key does is looked up in the one table of keys ([`super::keys::KEYS`]), which
 //! also writes the help overlay and the footer.
 
-pub use super::keys::{Action, CopyWhat, SessionAction, ToolAction};
+pub use super::keys::{Action, CopyWhat, SessionAction, ToolAction, TreeAction};
 
 use super::keys::{self, Context, Screens, KEYS};
 use super::state::{ListMode, Overlay, State};
@@ -44,6 +44,10 @@ pub fn screen(state: &State) -> (Context, Screens) {
             ListMode::ConfirmDelete => (Context::SessionsDelete, Screens::SESSIONS_DELETE),
         },
         Overlay::None if state.tools.asking().is_some() => (Context::Approval, Screens::APPROVAL),
+        Overlay::None if state.select.is_some_and(|s| s.confirm_delete) => {
+            (Context::SelectDelete, Screens::SELECT_DELETE)
+        }
+        Overlay::None if state.select.is_some() => (Context::Select, Screens::SELECT),
         Overlay::None if state.model.download.is_some() && !state.generating() => {
             (Context::Chat, Screens::DOWNLOADING)
         }

@@ -1,12 +1,13 @@
 //! The engine on the real test models in one binary: answers, batching and its invariance,
-//! answer reuse, the KV cache's formats, the kernel path's name, answers held to grammars;
-//! the reuse measurements (ignored, run by hand).
+//! answer reuse and the cache following an edited branch, the KV cache's formats, the kernel
+//! path's name, answers held to grammars; the reuse measurements (ignored, run by hand).
 
 #[path = "../support/common.rs"]
 mod common;
 
 mod answer_reuse;
 mod batch;
+mod branch_reuse;
 mod invariance;
 mod kernel_path;
 mod kv_cache_types;

@@ -16,6 +16,7 @@ mod tui_support;
 mod venv;
 
 mod abuse;
+mod branches;
 mod download;
 mod e2e;
 mod keymap;

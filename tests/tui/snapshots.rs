@@ -263,3 +263,40 @@ fn an_answer_cut_at_the_token_limit_is_marked_with_how_to_raise_it() {
         "{screen}"
     );
 }
+
+/// Two answers to one question (Ctrl+R kept the first), the second selected with Alt+↑: its
+/// header marked, `‹ 2/2 ›`, the selection's keys in the footer.
+#[test]
+fn a_selected_answer_with_a_sibling() {
+    let mut h = Harness::with_model();
+    memory(&mut h);
+    let turn = h.ask("Name a fruit.").turn_id;
+    h.tokens(turn, &["An apple."]);
+    h.finish(turn, usage(20, 0, 4, StopReason::EndOfTurn));
+    h.send(ctrl('r'));
+    let again = h.state.phase.turn_id().expect("answering again");
+    h.tokens(again, &["A pear."]);
+    h.finish(again, usage(20, 20, 3, StopReason::EndOfTurn));
+    h.send(alt(KeyCode::Up));
+    let terminal = draw(&mut h, 100, 24);
+    insta::assert_snapshot!("selected_sibling", terminal.backend());
+}
+
+/// An earlier question being edited: marked in the chat, the editor's title says what Enter
+/// and Esc do.
+#[test]
+fn an_earlier_message_being_edited() {
+    let mut h = Harness::with_model();
+    memory(&mut h);
+    for (q, a) in [("Name a fruit.", "An apple."), ("Name a colour.", "Blue.")] {
+        let turn = h.ask(q).turn_id;
+        h.tokens(turn, &[a]);
+        h.finish(turn, usage(20, 0, 4, StopReason::EndOfTurn));
+    }
+    h.send(alt(KeyCode::Up));
+    h.send(key(KeyCode::Up));
+    h.send(key(KeyCode::Char('e')));
+    h.state.status = None;
+    let terminal = draw(&mut h, 100, 24);
+    insta::assert_snapshot!("editing_earlier", terminal.backend());
+}

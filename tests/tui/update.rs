@@ -273,7 +273,7 @@ fn switching_model_mid_answer_cancels_it_first() {
 }
 
 #[test]
-fn regenerate_drops_the_last_answer_and_resends_the_history() {
+fn regenerate_keeps_the_last_answer_as_a_sibling_and_resends_the_history() {
     let mut h = Harness::with_model();
     let turn = h.ask("Hi").turn_id;
     h.tokens(turn, &["Hello"]);
@@ -283,8 +283,13 @@ fn regenerate_drops_the_last_answer_and_resends_the_history() {
     assert_eq!(again.messages(), vec![Message::user("Hi")]);
     assert_ne!(again.turn_id, turn);
     let all = answers(&h);
-    assert_eq!(all.len(), 1);
+    assert_eq!(all.len(), 1, "the path shows only the new answer");
     assert_eq!(all[0].2, AnswerStatus::Streaming);
+    assert_eq!(
+        h.state.conversation.message_count(),
+        3,
+        "the old one is kept"
+    );
 }
 
 #[test]

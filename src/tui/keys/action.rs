@@ -51,6 +51,8 @@ pub enum Action {
     Copy(CopyWhat),
     /// The tool loop (handled in `update::tools`).
     Tool(ToolAction),
+    /// Message selection and the conversation tree (handled in `update::tree`).
+    Tree(TreeAction),
     Ignore,
 }
 
@@ -93,4 +95,29 @@ pub enum ToolAction {
     Refuse,
     /// Show tool results whole, or fold them to a line.
     ToggleResults,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeAction {
+    /// Start selecting messages, from the newest.
+    Select,
+    Up,
+    Down,
+    /// Put the selected user message in the editor; sending it makes a new branch.
+    Edit,
+    /// Leave an edit; the editor gets back what it held.
+    CancelEdit,
+    /// Answer the selected question (or the one the selected answer answers) again; the
+    /// old answer stays as a sibling.
+    Regenerate,
+    /// Switch to the selected message's previous or next sibling.
+    Sibling(isize),
+    /// Save the path up to the selected message as a new conversation, and go on there.
+    Fork,
+    /// Ask to delete the selected message and what follows it.
+    Delete,
+    /// Delete, after the question.
+    ConfirmDelete,
+    /// Keep it (after the question), or leave the selection.
+    Cancel,
 }

@@ -8,7 +8,7 @@ mod build;
 mod names;
 mod table;
 
-pub use action::{Action, CopyWhat, SessionAction, ToolAction};
+pub use action::{Action, CopyWhat, SessionAction, ToolAction, TreeAction};
 pub use table::KEYS;
 
 use super::state::State;
@@ -32,12 +32,18 @@ pub enum Context {
     SessionsDelete,
     /// A tool call waiting for the user's approval.
     Approval,
+    /// Message selection: walking the conversation's messages.
+    Select,
+    /// Waiting for y before deleting a branch.
+    SelectDelete,
 }
 
 impl Context {
     /// The contexts in the order the help lists them.
-    pub const HELP_ORDER: [Context; 10] = [
+    pub const HELP_ORDER: [Context; 12] = [
         Context::Chat,
+        Context::Select,
+        Context::SelectDelete,
         Context::Approval,
         Context::Anywhere,
         Context::Picker,
@@ -61,6 +67,8 @@ impl Context {
             Context::SessionsRename => "Saved conversations, renaming",
             Context::SessionsDelete => "Saved conversations, deleting",
             Context::Approval => "A tool call waiting for approval",
+            Context::Select => "Selecting a message (Alt+Up)",
+            Context::SelectDelete => "Selecting a message, deleting",
         }
     }
 }
@@ -102,6 +110,8 @@ pub enum When {
     /// No modifier, and an older message can be recalled.
     CanRecallOlder,
     CanRecallNewer,
+    /// An earlier message is in the editor.
+    Editing,
 }
 
 impl When {
@@ -111,6 +121,7 @@ impl When {
             When::InputEmpty => state.input.is_empty(),
             When::CanRecallOlder => key.modifiers.is_empty() && state.input.can_recall_older(),
             When::CanRecallNewer => key.modifiers.is_empty() && state.input.can_recall_newer(),
+            When::Editing => state.editing.is_some(),
         }
     }
 }
@@ -141,6 +152,8 @@ impl Screens {
     pub const SESSIONS_RENAME: Screens = Screens(1 << 9);
     pub const SESSIONS_DELETE: Screens = Screens(1 << 10);
     pub const APPROVAL: Screens = Screens(1 << 11);
+    pub const SELECT: Screens = Screens(1 << 12);
+    pub const SELECT_DELETE: Screens = Screens(1 << 13);
     pub const CHAT: Screens = Screens(0b1111);
 
     pub const fn or(self, other: Screens) -> Screens {

@@ -2,7 +2,7 @@
 //! them and the footer shows them. README.md's key table is the user-facing copy.
 
 use super::build::{bind, ch, ctrl, key, session_type, with};
-use super::{Action, CopyWhat, SessionAction as S, ToolAction};
+use super::{Action, CopyWhat, SessionAction as S, ToolAction, TreeAction as T};
 use super::{Binding, Combo, Context, Does, Screens, When};
 use crossterm::event::{KeyCode, KeyModifiers};
 use Context::*;
@@ -49,6 +49,13 @@ pub const KEYS: &[Binding] = &[
         "recall later messages",
     )
     .when(When::CanRecallNewer),
+    bind(
+        Chat,
+        &[key(ESC)],
+        Action::Tree(T::CancelEdit),
+        "leave the edit of an earlier message",
+    )
+    .when(When::Editing),
     bind(
         Chat,
         &[key(ESC)],
@@ -134,6 +141,13 @@ pub const KEYS: &[Binding] = &[
         Action::Tool(ToolAction::ToggleResults),
         "show or fold tool results",
     ),
+    bind(
+        Chat,
+        &[with(UP, ALT), with(UP, KeyModifiers::CONTROL)],
+        Action::Tree(T::Select),
+        "select an earlier message: edit, answer again, switch branch, fork, delete",
+    )
+    .footer(&[(R, "select")]),
     bind(
         Chat,
         &[ctrl('y')],
@@ -419,6 +433,91 @@ pub const KEYS: &[Binding] = &[
         Action::PageDown,
         "scroll down",
     ),
+    // Selecting a message. Letters are free here: the editor does not take keys.
+    bind(
+        Select,
+        &[key(UP), ch('k')],
+        Action::Tree(T::Up),
+        "the message above",
+    )
+    .footer(&[(Screens::SELECT, "select")]),
+    bind(
+        Select,
+        &[key(DOWN), ch('j')],
+        Action::Tree(T::Down),
+        "the message below",
+    )
+    .footer(&[(Screens::SELECT, "select")]),
+    bind(
+        Select,
+        &[key(ENTER), ch('e')],
+        Action::Tree(T::Edit),
+        "edit your message; Enter sends it as a new branch",
+    )
+    .footer(&[(Screens::SELECT, "edit")]),
+    bind(
+        Select,
+        &[ch('r')],
+        Action::Tree(T::Regenerate),
+        "answer again (the old answer stays as a sibling)",
+    )
+    .footer(&[(Screens::SELECT, "answer again")]),
+    bind(
+        Select,
+        &[key(KeyCode::Left), ch('h')],
+        Action::Tree(T::Sibling(-1)),
+        "the previous sibling ‹",
+    )
+    .footer(&[(Screens::SELECT, "branch")]),
+    bind(
+        Select,
+        &[key(KeyCode::Right), ch('l')],
+        Action::Tree(T::Sibling(1)),
+        "the next sibling ›",
+    )
+    .footer(&[(Screens::SELECT, "branch")]),
+    bind(
+        Select,
+        &[ch('f')],
+        Action::Tree(T::Fork),
+        "fork: a new saved conversation up to here",
+    )
+    .footer(&[(Screens::SELECT, "fork")]),
+    bind(
+        Select,
+        &[ch('d'), key(KeyCode::Delete)],
+        Action::Tree(T::Delete),
+        "delete it and what follows it (asks first)",
+    )
+    .footer(&[(Screens::SELECT, "delete")]),
+    bind(
+        Select,
+        &[key(ESC), ch('q')],
+        Action::Tree(T::Cancel),
+        "back to the editor",
+    )
+    .footer(&[(Screens::SELECT, "back")]),
+    bind(Select, &[key(KeyCode::PageUp)], Action::PageUp, "scroll up"),
+    bind(
+        Select,
+        &[key(KeyCode::PageDown)],
+        Action::PageDown,
+        "scroll down",
+    ),
+    bind(
+        SelectDelete,
+        &[Combo::Typed('y'), Combo::Typed('Y')],
+        Action::Tree(T::ConfirmDelete),
+        "delete the message and what follows it",
+    )
+    .footer(&[(Screens::SELECT_DELETE, "delete")]),
+    bind(
+        SelectDelete,
+        &[Combo::Typed('n'), key(ESC), Combo::Any],
+        Action::Tree(T::Cancel),
+        "keep it",
+    )
+    .footer(&[(Screens::SELECT_DELETE, "keep")]),
     // This help.
     bind(
         Help,

@@ -25,6 +25,17 @@ pub struct Answer {
     pub status: AnswerStatus,
     pub usage: Option<Usage>,
     pub error: Option<String>,
+    /// What it was written with; none for answers saved before taper kept it.
+    pub settings: Option<Box<TurnSettings>>,
+}
+
+/// The settings an answer was written with: each answer keeps its own, so the saved file and
+/// the export tell what produced it, whatever the settings are now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSettings {
+    pub system_prompt: String,
+    pub sampling: crate::protocol::SamplingParams,
+    pub max_tokens: usize,
 }
 
 /// What the screen shows of a tool's result besides the text the model reads.
@@ -86,10 +97,14 @@ pub struct Entry {
     pub body: EntryBody,
 }
 
+/// The conversation: the path on screen, and the branches off it (`branches.rs`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Conversation {
+    /// The path from the start to the newest message shown: what the model reads.
     pub entries: Vec<Entry>,
     next_id: u64,
+    /// Where the tree forks, and the branches not on the path.
+    pub(super) forks: super::branches::Forks,
 }
 
 impl Conversation {
@@ -119,6 +134,7 @@ impl Conversation {
                 status: AnswerStatus::Streaming,
                 usage: None,
                 error: None,
+                settings: None,
             }),
         });
     }
@@ -150,8 +166,31 @@ impl Conversation {
         });
     }
 
+    /// Forgets every message and branch (entry ids go on counting).
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.forks.clear();
+    }
+
+    /// Restores a saved tree: the path and the forks (entry ids from the file, so the next
+    /// new entry gets an id after them).
+    pub fn restore(&mut self, entries: Vec<Entry>, forks: super::branches::Forks) {
+        let stashed = forks.values().flat_map(|f| f.stashed.values().flatten());
+        let top = entries
+            .iter()
+            .chain(stashed)
+            .map(|e| e.id)
+            .max()
+            .unwrap_or(0);
+        self.next_id = self.next_id.max(top);
+        self.entries = entries;
+        self.forks = forks;
+    }
+
+    /// A fresh entry id (for entries built outside, e.g. a restored tree).
+    pub fn new_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
     }
 
     /// The answer of `turn_id` with its message, to change it (bumps the entry's revision).
@@ -234,47 +273,12 @@ impl Conversation {
         out
     }
 
-    /// For regenerate: removes the last answer (notices after it stay, e.g. a model switch),
-    /// and with it the tool loop that led to it (its calls and their results), so the
-    /// question is answered afresh. True when the conversation then ends with a question.
-    pub fn drop_last_answer(&mut self) -> bool {
-        self.drop_one_answer();
-        while self.ends_in_tool_loop() {
-            self.drop_one_answer();
-        }
-        matches!(
-            self.entries.iter().rev().find_map(|e| match &e.body {
-                EntryBody::Message { message, .. } => Some(message.role),
-                _ => None,
-            }),
-            Some(Role::User)
-        )
-    }
-
-    /// Whether the last message (of any kind) is a tool result or an answer that called tools.
-    fn ends_in_tool_loop(&self) -> bool {
-        self.entries.iter().rev().find_map(|e| match &e.body {
-            EntryBody::ToolResult { .. } => Some(true),
-            EntryBody::Message { message, .. } => Some(!message.tool_calls.is_empty()),
-            EntryBody::Notice { .. } => None,
-        }) == Some(true)
-    }
-
-    /// Removes the last answer or tool result.
-    fn drop_one_answer(&mut self) {
-        let last = self.entries.iter().rposition(|e| match &e.body {
-            EntryBody::Message { message, .. } => message.role == Role::Assistant,
-            EntryBody::ToolResult { .. } => true,
-            EntryBody::Notice { .. } => false,
-        });
-        let after_last_question = |at: usize| {
-            !self.entries[at..].iter().any(|e| {
-                matches!(&e.body, EntryBody::Message { message, .. } if message.role == Role::User)
-            })
-        };
-        if let Some(at) = last.filter(|&at| after_last_question(at)) {
-            self.entries.remove(at);
-        }
+    /// The index of the last user message.
+    pub fn last_question(&self) -> Option<usize> {
+        self.entries
+            .len()
+            .checked_sub(1)
+            .and_then(|at| self.question_of(at))
     }
 }
 
@@ -328,13 +332,5 @@ mod tests {
         );
         assert_eq!(c.messages("")[2].tool_call_id.as_deref(), Some("call_1"));
         assert!(c.unanswered_calls().is_empty());
-    }
-
-    #[test]
-    fn regenerating_after_a_tool_loop_answers_the_question_afresh() {
-        let mut c = tool_loop();
-        assert!(c.drop_last_answer());
-        let roles: Vec<Role> = c.messages("").iter().map(|m| m.role).collect();
-        assert_eq!(roles, [Role::User]);
     }
 }

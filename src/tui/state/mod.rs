@@ -3,21 +3,24 @@
 //! the settings, the saved session, and (here) the phase of the turn, the scroll position and
 //! which overlay is open.
 
+pub mod branches;
 pub mod conversation;
 pub mod input;
 pub mod model;
 pub mod picker;
+pub mod select;
 pub mod session;
 pub mod settings;
 pub mod stats;
 pub mod tools;
 
 pub use conversation::{
-    Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, ToolOutcome,
+    Answer, AnswerStatus, Conversation, Entry, EntryBody, NoticeLevel, ToolOutcome, TurnSettings,
 };
 pub use input::InputState;
 pub use model::{Download, Loading, ModelState};
 pub use picker::{ModelEntry, PickerState};
+pub use select::{Editing, Selection};
 pub use session::{ListMode, SessionState, SessionsList};
 pub use settings::{Field, Settings, SettingsForm};
 pub use stats::{LiveStats, TurnPhase, TurnStats};
@@ -111,6 +114,10 @@ pub struct State {
     pub show_thinking: bool,
     /// Tool results shown whole; folded to one line otherwise.
     pub show_tool_results: bool,
+    /// Message selection, when on: keys move between messages and act on the one selected.
+    pub select: Option<Selection>,
+    /// An earlier message being edited in the editor.
+    pub editing: Option<Editing>,
     /// The MCP servers' tools and the tool loop.
     pub tools: ToolsState,
     /// A one-line hint about the last key (e.g. "pick a model first"); cleared by the next.
@@ -154,6 +161,8 @@ impl State {
             viewport: Viewport::default(),
             show_thinking: false,
             show_tool_results: false,
+            select: None,
+            editing: None,
             tools: ToolsState::default(),
             status: None,
             context_size,

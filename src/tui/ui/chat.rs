@@ -31,8 +31,15 @@ struct View {
     show_tool_results: bool,
 }
 
+/// What the tree adds to an entry's header: selected, and which of how many siblings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Decor {
+    selected: bool,
+    siblings: Option<(usize, usize)>,
+}
+
 struct CachedEntry {
-    key: (u64, usize, View),
+    key: (u64, usize, View, Decor),
     lines: Vec<Line<'static>>,
 }
 
@@ -60,22 +67,32 @@ pub fn render(
         true => welcome(state, width),
         false => Vec::new(),
     };
+    // The entry the tree's keys act on: the one selected, or the one being edited.
+    let marked = state
+        .select
+        .map(|s| s.id)
+        .or(state.editing.as_ref().map(|e| e.id));
     // Wrap what changed; everything else comes from the cache.
     for entry in &state.conversation.entries {
         let view = View {
             show_thinking: state.show_thinking,
             show_tool_results: state.show_tool_results,
         };
-        let key = (entry.rev, width, view);
+        let decor = Decor {
+            selected: marked == Some(entry.id),
+            siblings: state.conversation.siblings(entry.id),
+        };
+        let key = (entry.rev, width, view, decor);
         let cached = cache
             .entries
             .entry(entry.id)
             .or_insert_with(|| CachedEntry {
-                key: (u64::MAX, 0, View::default()),
+                key: (u64::MAX, 0, View::default(), Decor::default()),
                 lines: Vec::new(),
             });
         if cached.key != key {
             cached.lines = entry_lines(entry, width, view);
+            decorate(&mut cached.lines, decor);
             cached.key = key;
         }
     }
@@ -91,11 +108,26 @@ pub fn render(
 
     let total: usize = blocks.iter().map(|b| b.len()).sum();
     let bottom = total.saturating_sub(height);
-    let top = if state.scroll.follow {
+    let mut top = if state.scroll.follow {
         bottom
     } else {
         state.scroll.top.min(bottom)
     };
+    // A selected message is brought into view, its header near the top when it must move.
+    if let Some(id) = state.select.map(|s| s.id) {
+        let mut start = welcome.len();
+        for entry in &state.conversation.entries {
+            let len = cache.entries.get(&entry.id).map_or(0, |c| c.lines.len());
+            if entry.id == id {
+                let fits = start >= top && start + len.min(height) <= top + height;
+                if !fits {
+                    top = start.saturating_sub(1).min(bottom);
+                }
+                break;
+            }
+            start += len;
+        }
+    }
     // Only the visible lines are copied into the frame.
     let visible: Vec<Line<'static>> = blocks
         .iter()
@@ -178,6 +210,26 @@ fn entry_lines(entry: &Entry, width: usize, view: View) -> Vec<Line<'static>> {
     };
     lines.push(Line::default());
     lines
+}
+
+/// Marks a selected entry's header, and adds `‹ n/m ›` to one that has siblings.
+fn decorate(lines: &mut [Line<'static>], decor: Decor) {
+    let Some(header) = lines.first_mut() else {
+        return;
+    };
+    if let Some((n, of)) = decor.siblings {
+        header
+            .spans
+            .push(Span::styled(format!("  ‹ {n}/{of} ›"), theme::info()));
+    }
+    if decor.selected {
+        header
+            .spans
+            .insert(0, Span::styled("▶ ", theme::selected()));
+        for span in header.spans.iter_mut().skip(1) {
+            span.style = span.style.patch(theme::selected());
+        }
+    }
 }
 
 fn answer_lines(

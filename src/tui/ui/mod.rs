@@ -75,6 +75,20 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
     }
     let (title, style) = match (&state.status, &state.model.loading) {
         (Some(status), _) => (format!(" {status} "), theme::warning()),
+        _ if state.select.is_some_and(|s| s.confirm_delete) => (
+            " Delete the selected message and everything after it on this branch? y deletes, n keeps "
+                .to_string(),
+            theme::warning(),
+        ),
+        _ if state.select.is_some() => (
+            " selecting a message · Esc back to the editor ".to_string(),
+            theme::info(),
+        ),
+        _ if state.editing.is_some() => (
+            " editing an earlier message · Enter sends it as a new branch · Esc leaves the edit "
+                .to_string(),
+            theme::info(),
+        ),
         (None, Some(_)) => (
             " message · the model is loading, you can type ".to_string(),
             theme::dim(),

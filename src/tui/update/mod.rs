@@ -5,15 +5,17 @@
 //!
 //! The helpers are children of this module, each for one job: `turn` (asking, stopping,
 //! loading), `engine` (what the worker reports), `tools` (the tool loop and the MCP servers'
-//! news), `copy`, `downloads`, `sessions`, and `overlays` (the picker, the settings form and
-//! the help).
+//! news), `tree` (message selection, branches, fork), `copy`, `downloads`, `sessions`, and
+//! `overlays` (the picker, the settings form and the help).
 
 mod copy;
 mod downloads;
 mod engine;
 mod overlays;
+mod saved;
 mod sessions;
 mod tools;
+mod tree;
 mod turn;
 
 pub use copy::{code_blocks, CodeBlock};
@@ -120,6 +122,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::Session(action) => sessions::act(state, action, fx),
         Action::Copy(what) => copy::act(state, what, fx),
         Action::Tool(action) => tools::approve(state, action, fx),
+        Action::Tree(action) => tree::act(state, action, fx),
         Action::Ignore => {}
         overlay => overlays::act(state, overlay, fx),
     }

@@ -3,70 +3,12 @@
 //! Markdown export. State in, [`SessionEffect`]s out; the app's runner does the file work
 //! and draws the random part of new ids, and its results come back as [`SessionMsg`]s.
 
-use crate::chat::Role;
-use crate::sessions::{export, time, SavedMessage, SavedSampling, SavedStatus, Session};
+use super::saved::record;
+pub use super::saved::restore;
+use crate::sessions::{export, Session};
 use crate::tui::keymap::SessionAction;
 use crate::tui::msg::{Effect, SessionEffect, SessionMsg};
-use crate::tui::state::{
-    AnswerStatus, EntryBody, ListMode, NoticeLevel, Overlay, State, ToolOutcome,
-};
-
-/// The conversation as a record to save. Its first save gives it an id: the time and the tag
-/// the app drew ahead (a new one is asked for at once).
-pub(super) fn record(state: &mut State, fx: &mut Vec<Effect>) -> Session {
-    let wall = state.session.wall_s(state.now);
-    if state.session.id.is_none() {
-        let tag = match state.session.next_tag.take() {
-            Some(tag) => tag,
-            // No tag drawn yet (the app draws one at start, so only a caller that never
-            // carries out effects gets here): the sub-second clock is as good a tag.
-            None => state
-                .now
-                .saturating_duration_since(state.session.clock.0)
-                .subsec_micros() as u16,
-        };
-        state.session.id = Some(format!("{}-{tag:04x}", time::compact_utc(wall)));
-        want_tag(state, fx);
-    }
-    let id = state.session.id.clone().unwrap_or_default();
-    let created = *state.session.created_at.get_or_insert(wall);
-    let sampling = SavedSampling::new(&state.settings.sampling, state.settings.max_tokens);
-    let mut session = Session::new(id, created, &state.settings.system_prompt, sampling);
-    session.title = state.session.title.clone();
-    session.updated_at = wall;
-    for entry in &state.conversation.entries {
-        let at = *state.session.times.entry(entry.id).or_insert(wall);
-        let (message, answer) = match &entry.body {
-            EntryBody::Message { message, answer } => (message, answer),
-            EntryBody::ToolResult { message, outcome } => {
-                session.messages.push(SavedMessage {
-                    tool_call_id: message.tool_call_id.clone(),
-                    tool_name: Some(outcome.name.clone()),
-                    is_error: outcome.is_error,
-                    note: outcome.note.clone(),
-                    ..SavedMessage::plain(message.role, message.content.clone(), at)
-                });
-                continue;
-            }
-            EntryBody::Notice { .. } => continue,
-        };
-        let mut saved = SavedMessage::plain(message.role, message.content.clone(), at);
-        saved.tool_calls = message.tool_calls.clone();
-        if let Some(a) = answer {
-            saved.model = Some(a.model.clone());
-            saved.status = Some(match a.status {
-                AnswerStatus::Done => SavedStatus::Done,
-                // Saved while still streaming (quitting mid-answer): it ends here.
-                AnswerStatus::Streaming | AnswerStatus::Stopped => SavedStatus::Stopped,
-                AnswerStatus::Failed => SavedStatus::Failed,
-            });
-            saved.error = a.error.clone();
-            saved.usage = a.usage.as_ref().map(Into::into);
-        }
-        session.messages.push(saved);
-    }
-    session
-}
+use crate::tui::state::{ListMode, NoticeLevel, Overlay, State};
 
 /// Asks the app for the next id's tag, unless one is at hand.
 pub(super) fn want_tag(state: &State, fx: &mut Vec<Effect>) {
@@ -100,74 +42,14 @@ pub(super) fn autosave(state: &mut State, fx: &mut Vec<Effect>) {
     fx.extend(after);
 }
 
-/// Replaces the conversation with a saved one; later saves go to the same id.
-pub fn restore(state: &mut State, session: Session) {
-    state.conversation.clear();
-    state.session.reset();
-    state.stats.last = None;
-    state.scroll = Default::default();
-    state.code_cursor = None;
-    for m in &session.messages {
-        match m.role {
-            Role::Assistant => {
-                let turn_id = state.next_turn_id();
-                let model = m.model.clone().unwrap_or_else(|| "unknown model".into());
-                state.conversation.push_answer(model, turn_id);
-                if let Some((message, answer)) = state.conversation.answer_mut(turn_id) {
-                    message.content = m.content.clone();
-                    message.tool_calls = m.tool_calls.clone();
-                    answer.status = match m.status {
-                        Some(SavedStatus::Stopped) => AnswerStatus::Stopped,
-                        Some(SavedStatus::Failed) => AnswerStatus::Failed,
-                        Some(SavedStatus::Done) | None => AnswerStatus::Done,
-                    };
-                    answer.error = m.error.clone();
-                    answer.usage = m.usage.as_ref().map(Into::into);
-                }
-            }
-            Role::Tool => {
-                let outcome = ToolOutcome {
-                    name: m.tool_name.clone().unwrap_or_else(|| "tool".into()),
-                    is_error: m.is_error,
-                    note: m.note.clone(),
-                    elapsed_s: None,
-                };
-                let call_id = m.tool_call_id.as_deref().unwrap_or_default();
-                state
-                    .conversation
-                    .push_tool_result(call_id, m.content.clone(), outcome);
-            }
-            // The format allows no system message here.
-            Role::User | Role::System => state.conversation.push_user(m.content.clone()),
-        }
-        if let Some(entry) = state.conversation.entries.last() {
-            state.session.times.insert(entry.id, m.at);
-        }
-    }
-    state.settings.system_prompt = session.system_prompt.clone();
-    state.settings.sampling = session.sampling.params();
-    state.settings.max_tokens = session.sampling.max_tokens;
-    state.conversation.push_notice(
-        NoticeLevel::Info,
-        format!(
-            "Resumed “{}”: {} messages, last saved {}",
-            session.display_title(),
-            session.messages.len(),
-            time::format_utc(session.updated_at)
-        ),
-    );
-    state.session.id = Some(session.id.clone());
-    state.session.title = session.title.clone();
-    state.session.created_at = Some(session.created_at);
-    state.session.last_saved = Some(Box::new(session));
-}
-
 /// Starts a new conversation: the current one is saved as it stands, then forgotten.
 pub(super) fn new_conversation(state: &mut State, fx: &mut Vec<Effect>) {
     autosave(state, fx);
     state.conversation.clear();
     state.session.reset();
     state.code_cursor = None;
+    state.select = None;
+    state.editing = None;
 }
 
 pub(super) fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>) {

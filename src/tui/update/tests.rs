@@ -268,6 +268,9 @@ fn help_scrolls_within_its_lines() {
 #[path = "tests_tools.rs"]
 mod tools;
 
+#[path = "tests_tree.rs"]
+mod tree;
+
 #[test]
 fn a_remote_listing_that_arrives_first_does_not_keep_the_picker_on_the_remote() {
     let mut t = Test::new();

@@ -5,7 +5,7 @@ use super::{sessions, tools};
 use crate::engine::EngineCommand;
 use crate::protocol::{GenerateRequest, LoadRequest, ToolChoice, ToolSet};
 use crate::tui::msg::Effect;
-use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State};
+use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State, TurnSettings};
 
 pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
     if state.input.text().trim().is_empty() {
@@ -24,7 +24,13 @@ pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
         return;
     }
     let text = state.input.take();
-    state.conversation.push_user(text);
+    match state.editing.take() {
+        // An earlier message edited: a new branch from there, the old one kept.
+        Some(editing) if state.conversation.edit_user(editing.id, text.clone()) => {
+            state.select = None;
+        }
+        _ => state.conversation.push_user(text),
+    }
     generate(state, fx);
 }
 
@@ -70,6 +76,13 @@ fn generate_with(state: &mut State, tools: Option<ToolSet>, fx: &mut Vec<Effect>
     let messages = state.conversation.messages(&state.settings.system_prompt);
     let turn_id = state.next_turn_id();
     state.conversation.push_answer(model, turn_id);
+    if let Some((_, answer)) = state.conversation.answer_mut(turn_id) {
+        answer.settings = Some(Box::new(TurnSettings {
+            system_prompt: state.settings.system_prompt.clone(),
+            sampling: state.settings.sampling.clone(),
+            max_tokens: state.settings.max_tokens,
+        }));
+    }
     state.phase = Phase::Answering { turn_id };
     state.stats.start_turn(state.now);
     state.scroll.follow = true;
@@ -127,10 +140,20 @@ pub(super) fn regenerate(state: &mut State, fx: &mut Vec<Effect>) {
         state.status = Some("Still answering: Esc stops it".into());
     } else if state.model.answering_name().is_none() {
         state.status = Some("No model loaded: Ctrl+P picks one".into());
-    } else if state.conversation.drop_last_answer() {
-        generate(state, fx);
+    } else if let Some(question) = state.conversation.last_question() {
+        regenerate_answer_of(state, question, fx);
     } else {
         state.status = Some("Nothing to regenerate".into());
+    }
+}
+
+/// Answers the question at index `question` afresh: its answer (and all that followed) is
+/// kept as a sibling of the new one.
+pub(super) fn regenerate_answer_of(state: &mut State, question: usize, fx: &mut Vec<Effect>) {
+    let fork = state.conversation.stash_answer_of(question);
+    generate(state, fx);
+    if let (Some(fork), Phase::Answering { .. }) = (fork, state.phase) {
+        state.conversation.join_fork(fork);
     }
 }
 
