@@ -126,5 +126,6 @@ fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInf
         threads: super::compute_threads(),
         kernels: model::kernel_path::name(),
         remote: None,
+        tokens: Default::default(),
     })
 }

@@ -7,6 +7,7 @@ use super::usage::Usage;
 use crate::chat::ToolCall;
 use anyhow::Result;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What a client learns about a loaded model.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +33,44 @@ pub struct ModelInfo {
     /// The server's base URL, for a remote model (`path` and `name` are then `NAME/MODEL`,
     /// and a `context_size` of 0 means the server did not say).
     pub remote: Option<String>,
+    /// Counts a text's tokens with the model's own tokenizer (a local model's; a remote
+    /// keeps its tokenizer to itself).
+    pub tokens: TokenCounter,
+}
+
+/// A text's length in a model's tokens, for a client that wants to know before it sends
+/// (a file brought into a message). Cheap to clone; two counters always compare equal, as
+/// a loaded model's other figures decide whether two infos are the same.
+#[derive(Clone, Default)]
+pub struct TokenCounter(Option<Arc<CountTokens>>);
+
+type CountTokens = dyn Fn(&str) -> usize + Send + Sync;
+
+impl TokenCounter {
+    pub fn new(count: impl Fn(&str) -> usize + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(count)))
+    }
+
+    /// The exact count, or None when the model's tokenizer is not at hand.
+    pub fn count(&self, text: &str) -> Option<usize> {
+        self.0.as_ref().map(|count| count(text))
+    }
+}
+
+impl PartialEq for TokenCounter {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "TokenCounter"
+        } else {
+            "TokenCounter(none)"
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ pub mod sampling;
 mod tools;
 mod usage;
 
-pub use event::{EngineEvent, ModelInfo, TurnObserver};
+pub use event::{EngineEvent, ModelInfo, TokenCounter, TurnObserver};
 pub use request::{Constraint, GenerateRequest, LoadRequest, Prompt};
 pub use sampling::{CacheType, Range, SamplingParams};
 pub use tools::{Tool, ToolChoice, ToolSet};

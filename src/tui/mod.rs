@@ -15,6 +15,8 @@
 //! and candle's barrier spin limit stays at its default (lowering it slowed decoding).
 
 pub mod app;
+pub mod commands;
+pub mod files;
 pub mod keymap;
 pub mod keys;
 pub mod msg;

@@ -55,6 +55,17 @@ pub enum Msg {
     Tool(ToolEvent),
     /// The tools the ready servers offer now.
     ToolsOffered(Vec<OfferedTool>),
+    /// A file the message mentions was read ([`Effect::ReadFile`]).
+    FileRead {
+        path: String,
+        result: Result<String, crate::tui::files::NotText>,
+    },
+    /// The directory entries that could complete the path `typed` ([`Effect::ListPaths`]),
+    /// with whether each is a directory.
+    PathsListed {
+        typed: String,
+        candidates: Vec<(String, bool)>,
+    },
 }
 
 /// What the app must do after an update.
@@ -87,6 +98,11 @@ pub enum Effect {
     },
     /// Cancel a running call (`ToolHost::cancel`).
     CancelTool(String),
+    /// Read a file the message mentions, as text (in the background), and send
+    /// `Msg::FileRead`.
+    ReadFile(String),
+    /// List the directory entries that could complete a typed path; `Msg::PathsListed`.
+    ListPaths(String),
 }
 
 /// Session work for the app: file operations, and the random part of new session ids.

@@ -19,6 +19,7 @@ mod abuse;
 mod branches;
 mod download;
 mod e2e;
+mod files;
 mod keymap;
 mod long_session;
 mod markdown;

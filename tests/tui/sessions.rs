@@ -288,7 +288,7 @@ fn rename_edits_the_title_and_esc_leaves_it() {
 fn an_unreadable_session_is_listed_and_not_opened() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("broken.json");
-    std::fs::write(&bad, b"{\"format\": \"taper-session\", \"version\": 3}").unwrap();
+    std::fs::write(&bad, b"{\"format\": \"taper-session\", \"version\": 99}").unwrap();
     let mut h = harness(dir.path());
     press(&mut h, ctrl('o'));
     let entry = &h.state.sessions.entries[0];

@@ -300,3 +300,32 @@ fn an_earlier_message_being_edited() {
     let terminal = draw(&mut h, 100, 24);
     insta::assert_snapshot!("editing_earlier", terminal.backend());
 }
+
+/// A long message soft-wrapped in the editor, which grows to hold it, with three files: one
+/// ready (its tokens estimated, no tokenizer at hand), one larger than the context, one binary.
+#[test]
+fn a_wrapped_message_with_files_attached() {
+    let mut h = Harness::with_model();
+    memory(&mut h);
+    h.type_text(
+        "Compare the two reports below and tell me, in a short list, which figures changed \
+         between them and by how much; @q1.md and @q2.csv and @logo.png are attached ",
+    );
+    for (path, result) in [
+        ("q1.md", Ok("# Q1\nRevenue 10\n".to_string())),
+        ("q2.csv", Ok("quarter,revenue\n".repeat(1200))),
+        (
+            "logo.png",
+            Err(taper::tui::files::NotText::Refused(
+                "is a binary file, not text".into(),
+            )),
+        ),
+    ] {
+        h.send(Msg::FileRead {
+            path: path.into(),
+            result,
+        });
+    }
+    let terminal = draw(&mut h, 100, 24);
+    insta::assert_snapshot!("files_attached", terminal.backend());
+}

@@ -54,6 +54,7 @@ pub(super) fn connect(target: RemoteTarget) -> Result<(Connected, ModelInfo)> {
         threads: 0,
         kernels: "remote",
         remote: Some(remote.base_url.clone()),
+        tokens: Default::default(),
     };
     Ok((
         Connected {

@@ -143,8 +143,13 @@ impl Host {
 
     fn load(&mut self, request: &LoadRequest) -> Result<Backend> {
         let loaded = loader::open(&request.model_path, &OpenOptions::from(request))?;
-        let (info, notices) = (loaded.info.clone(), loaded.notices.clone());
+        let (mut info, notices) = (loaded.info.clone(), loaded.notices.clone());
         let local = LocalModel::new(loaded)?;
+        let text = local.text.clone();
+        // A text the tokenizer cannot encode has no count; its length in bytes is a bound.
+        info.tokens = crate::protocol::TokenCounter::new(move |t| {
+            text.tokenizer.encode(t).map_or(t.len(), |ids| ids.len())
+        });
         let _ = self.control.send(EngineEvent::Loaded { info, notices });
         Ok(Backend::Local(local))
     }

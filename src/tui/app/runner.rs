@@ -6,10 +6,11 @@
 //! answers on the loop's channel too. The terminal's own effects (clear, clipboard) are the
 //! loop's, which owns the terminal.
 
-use super::files;
+use super::files as session_files;
 use crate::engine::EngineHandle;
 use crate::mcp::{ToolEvent, ToolHost, ToolResult};
 use crate::sessions::store;
+use crate::tui::files;
 use crate::tui::msg::{Effect, Msg, SessionEffect, SessionMsg};
 use crate::tui::scan::{self, ModelSources};
 use crate::tui::state::ModelEntry;
@@ -52,9 +53,9 @@ impl Runner {
                 // No thread: read the list here rather than never.
                 spawned
                     .err()
-                    .and_then(|_| files::perform(SessionEffect::List(inline)))
+                    .and_then(|_| session_files::perform(SessionEffect::List(inline)))
             }
-            Effect::Session(effect) => files::perform(effect),
+            Effect::Session(effect) => session_files::perform(effect),
             Effect::ScanModels => {
                 let sources = self.sources.clone();
                 if !sources.config.remotes.is_empty() {
@@ -96,6 +97,20 @@ impl Runner {
                     result: ToolResult::failure("No MCP server is running.", Duration::ZERO),
                 })),
             },
+            Effect::ReadFile(path) => {
+                let inline = path.clone();
+                let read = move |path: String| {
+                    let result = files::read_text(&files::resolve(&path));
+                    Msg::FileRead { path, result }
+                };
+                let spawned = self.spawn("taper-file", move || read(path));
+                // No thread: read it here rather than never (files are at most a few MB).
+                spawned.err().map(|_| read(inline))
+            }
+            Effect::ListPaths(typed) => {
+                let candidates = files::list_candidates(&typed);
+                Some(Msg::PathsListed { typed, candidates })
+            }
             Effect::CancelTool(call_id) => {
                 if let Some(host) = &self.tools {
                     host.cancel(&call_id);

@@ -31,6 +31,8 @@ pub enum Action {
     HistoryNewer,
     /// A key for the editor (typing, cursor movement).
     Edit(KeyEvent),
+    /// Tab: complete the command or `@path` being typed (else the key goes to the editor).
+    Complete(KeyEvent),
     PickerUp,
     PickerDown,
     PickerLoad,

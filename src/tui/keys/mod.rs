@@ -238,6 +238,19 @@ pub fn help_lines() -> Vec<HelpLine> {
                 what: b.help,
             });
         }
+        // The commands are typed in the chat's editor: they follow its keys.
+        if context == Context::Chat {
+            lines.push(HelpLine::Blank);
+            lines.push(HelpLine::Heading(
+                "Commands (typed as the message; Tab completes)",
+            ));
+            for c in crate::tui::commands::COMMANDS {
+                lines.push(HelpLine::Key {
+                    keys: crate::tui::commands::usage(c),
+                    what: c.help,
+                });
+            }
+        }
     }
     lines
 }

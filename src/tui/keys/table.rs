@@ -37,6 +37,13 @@ pub const KEYS: &[Binding] = &[
     .footer(&[(R, "new line")]),
     bind(
         Chat,
+        &[key(KeyCode::Tab)],
+        Action::Ignore,
+        "complete a /command or an @file path",
+    )
+    .does(Does::Key(Action::Complete)),
+    bind(
+        Chat,
         &[key(UP)],
         Action::HistoryOlder,
         "recall earlier messages (on an empty one)",

@@ -1,5 +1,6 @@
 //! The table's own checks: no key means two things in one place, the help lists every
-//! binding of every context, and README.md's key table names every key.
+//! binding of every context and every slash command, and README.md names every key and
+//! every command.
 
 use super::{help_lines, Combo, Context, HelpLine, When, KEYS};
 
@@ -33,7 +34,7 @@ fn the_help_lists_every_binding_under_its_context() {
         .iter()
         .filter(|l| matches!(l, HelpLine::Key { .. }))
         .count();
-    assert_eq!(listed, KEYS.len());
+    assert_eq!(listed, KEYS.len() + crate::tui::commands::COMMANDS.len());
     for context in [
         Context::Picker,
         Context::Settings,
@@ -60,5 +61,18 @@ fn the_readme_names_every_key() {
                 binding.help
             );
         }
+    }
+}
+
+#[test]
+fn the_readme_names_every_command() {
+    // A table cell escapes its pipes.
+    let readme = include_str!("../../../README.md").replace("\\|", "|");
+    for c in crate::tui::commands::COMMANDS {
+        let usage = crate::tui::commands::usage(c);
+        assert!(
+            readme.contains(&format!("`{usage}`")),
+            "README.md does not name `{usage}`"
+        );
     }
 }

@@ -187,12 +187,6 @@ impl Conversation {
         self.forks = forks;
     }
 
-    /// A fresh entry id (for entries built outside, e.g. a restored tree).
-    pub fn new_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-
     /// The answer of `turn_id` with its message, to change it (bumps the entry's revision).
     pub fn answer_mut(&mut self, turn_id: u64) -> Option<(&mut Message, &mut Answer)> {
         let entry = self.entries.iter_mut().rev().find(|e| {

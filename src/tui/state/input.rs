@@ -120,6 +120,35 @@ impl InputState {
         self.recall = None;
     }
 
+    /// The text from the start of the message to the cursor.
+    pub fn before_cursor(&self) -> String {
+        let (row, col) = self.textarea.cursor();
+        let lines = self.textarea.lines();
+        let mut text = lines[..row.min(lines.len())].join("\n");
+        if row > 0 {
+            text.push('\n');
+        }
+        if let Some(line) = lines.get(row) {
+            text.extend(line.chars().take(col));
+        }
+        text
+    }
+
+    /// Replaces the `chars` characters before the cursor with `text` (a completion).
+    pub fn replace_before_cursor(&mut self, chars: usize, text: &str) {
+        for _ in 0..chars {
+            self.textarea.delete_char();
+        }
+        self.textarea.insert_str(text);
+        self.recall = None;
+    }
+
+    /// Puts `text` at the start of the message (a file `/file` attaches).
+    pub fn prepend(&mut self, text: &str) {
+        let rest = self.text();
+        self.set_text(&format!("{text}{rest}"));
+    }
+
     pub fn history(&self) -> &[String] {
         &self.history
     }

@@ -3,6 +3,7 @@
 //! the settings, the saved session, and (here) the phase of the turn, the scroll position and
 //! which overlay is open.
 
+pub mod attachments;
 pub mod branches;
 pub mod conversation;
 pub mod input;
@@ -98,6 +99,8 @@ pub struct State {
     pub help_top: usize,
     pub conversation: Conversation,
     pub input: InputState,
+    /// The files the message being written brings in.
+    pub attachments: attachments::Attachments,
     pub model: ModelState,
     pub stats: LiveStats,
     pub picker: PickerState,
@@ -141,6 +144,7 @@ impl State {
             help_top: 0,
             conversation: Conversation::default(),
             input: InputState::default(),
+            attachments: Default::default(),
             model: ModelState::default(),
             stats: LiveStats::default(),
             picker: PickerState {

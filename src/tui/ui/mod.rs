@@ -3,6 +3,7 @@
 //! the input box, footer and the too-small message are small enough to live here.
 
 mod chat;
+mod editor;
 mod markdown;
 mod overlay;
 mod sessions;
@@ -36,7 +37,9 @@ pub fn render(frame: &mut Frame, state: &State, cache: &mut ChatCache) -> Viewpo
         too_small(frame, area);
         return state.viewport;
     }
-    let input_lines = (state.input.line_count() as u16).clamp(1, INPUT_MAX_LINES);
+    // The editor's text area: inside the borders, after a column of padding.
+    let editor_width = area.width.saturating_sub(3) as usize;
+    let input_lines = (editor::height(&state.input, editor_width) as u16).clamp(1, INPUT_MAX_LINES);
     let [main, input_area, footer_area] = Layout::vertical([
         Constraint::Min(5),
         Constraint::Length(input_lines + 2),
@@ -103,6 +106,10 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
             theme::dim()
         })
         .title(Span::styled(title, style));
+    let block = match attachments_line(state) {
+        Some(line) => block.title_bottom(line),
+        None => block,
+    };
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let text = Rect {
@@ -110,7 +117,33 @@ fn input(frame: &mut Frame, area: Rect, state: &State) {
         width: inner.width.saturating_sub(1),
         ..inner
     };
-    frame.render_widget(&state.input.textarea, text);
+    editor::render(frame, text, &state.input);
+}
+
+/// The files the message brings in, on the editor's lower border: each with its size in
+/// tokens, or why it cannot go.
+fn attachments_line(state: &State) -> Option<Line<'static>> {
+    use super::state::attachments::{token_label, FileState};
+    if state.attachments.files.is_empty() {
+        return None;
+    }
+    let mut spans = vec![Span::raw(" ")];
+    for a in &state.attachments.files {
+        let (what, style) = match &a.file {
+            FileState::Reading => ("reading…".to_string(), theme::dim()),
+            FileState::Text { tokens, exact, .. } => {
+                match super::update::attachment_too_long(state, *tokens) {
+                    Some(why) => (why.short(), theme::warning()),
+                    None => (token_label(*tokens, *exact), theme::info()),
+                }
+            }
+            FileState::Missing => ("no such file: sent as text".to_string(), theme::dim()),
+            FileState::Refused(why) => (why.clone(), theme::warning()),
+        };
+        spans.push(Span::styled(format!("@{} ", a.path), theme::model_label()));
+        spans.push(Span::styled(format!("{what} "), style));
+    }
+    Some(Line::from(spans))
 }
 
 /// In the input box's place while a call waits: what will run, and the question.

@@ -106,6 +106,8 @@ fn loaded(state: &mut State, info: ModelInfo, notices: Vec<String>) {
     state.stats.last = None;
     state.stats.rates.clear();
     state.model.loaded = Some(info);
+    // The files in the message are counted in the new model's tokens.
+    super::attach::recount(state);
 }
 
 /// The answer of `turn_id` ended; true when it is the running turn's and called tools.

@@ -8,6 +8,8 @@
 //! news), `tree` (message selection, branches, fork), `copy`, `downloads`, `sessions`, and
 //! `overlays` (the picker, the settings form and the help).
 
+mod attach;
+mod commands;
 mod copy;
 mod downloads;
 mod engine;
@@ -18,6 +20,7 @@ mod tools;
 mod tree;
 mod turn;
 
+pub use attach::too_long as attachment_too_long;
 pub use copy::{code_blocks, CodeBlock};
 pub use sessions::restore;
 
@@ -38,8 +41,12 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
             state.status = None;
             let action = keymap::action(state, &key);
             act(state, action, &mut fx);
+            attach::sync(state, false, &mut fx);
         }
-        Msg::Paste(text) => paste(state, &text),
+        Msg::Paste(text) => {
+            paste(state, &text);
+            attach::sync(state, false, &mut fx);
+        }
         Msg::Wheel(lines) => scroll_by(state, lines as isize * WHEEL_LINES as isize),
         Msg::Resize | Msg::Tick => {}
         Msg::Engine(event) => engine::event(state, event, &mut fx),
@@ -59,6 +66,10 @@ pub fn update(state: &mut State, msg: Msg, now: Instant) -> Vec<Effect> {
         Msg::CopyFailed(why) => state.status = Some(format!("Could not copy: {why}")),
         Msg::Tool(event) => tools::event(state, event, &mut fx),
         Msg::ToolsOffered(offered) => tools::offered(state, offered),
+        Msg::FileRead { path, result } => attach::file_read(state, path, result, &mut fx),
+        Msg::PathsListed { typed, candidates } => {
+            attach::paths_listed(state, typed, candidates, &mut fx)
+        }
     }
     fx
 }
@@ -119,6 +130,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::HistoryOlder => state.input.recall_older(),
         Action::HistoryNewer => state.input.recall_newer(),
         Action::Edit(key) => state.input.key(key),
+        Action::Complete(key) => attach::complete(state, key, fx),
         Action::Session(action) => sessions::act(state, action, fx),
         Action::Copy(what) => copy::act(state, what, fx),
         Action::Tool(action) => tools::approve(state, action, fx),

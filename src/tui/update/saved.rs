@@ -129,11 +129,19 @@ pub fn restore(state: &mut State, session: Session) {
     let (parents, current) = session
         .tree()
         .unwrap_or_else(|_| ((0..n).map(|i| i.checked_sub(1)).collect(), n.checked_sub(1)));
+    // The file's own ids where it has them (so a resumed conversation saved again unchanged
+    // is the same file), else the messages' places; the next new entry comes after them all.
+    let file_ids: Option<Vec<u64>> = session.messages.iter().map(|m| m.id).collect();
+    let ids: Vec<u64> = match file_ids {
+        Some(ids) if session.tree().is_ok() => ids,
+        _ => (1..=n as u64).collect(),
+    };
     let entries: Vec<Entry> = session
         .messages
         .iter()
-        .map(|m| Entry {
-            id: state.conversation.new_id(),
+        .zip(ids)
+        .map(|(m, id)| Entry {
+            id,
             rev: 0,
             body: entry_body(state, m, &session),
         })

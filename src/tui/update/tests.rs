@@ -51,6 +51,7 @@ impl Test {
                 threads: 1,
                 kernels: "avx2",
                 remote: None,
+                tokens: Default::default(),
             },
             notices: vec![],
         }));
@@ -270,6 +271,12 @@ mod tools;
 
 #[path = "tests_tree.rs"]
 mod tree;
+
+#[path = "tests_commands.rs"]
+mod commands;
+
+#[path = "tests_attach.rs"]
+mod attach;
 
 #[test]
 fn a_remote_listing_that_arrives_first_does_not_keep_the_picker_on_the_remote() {

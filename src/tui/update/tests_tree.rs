@@ -12,7 +12,7 @@ use crossterm::event::{KeyCode, KeyModifiers};
 
 const NONE: KeyModifiers = KeyModifiers::NONE;
 
-fn generated(fx: &[Effect]) -> Option<&GenerateRequest> {
+pub(super) fn generated(fx: &[Effect]) -> Option<&GenerateRequest> {
     fx.iter().find_map(|e| match e {
         Effect::Send(EngineCommand::Generate(g)) => Some(g),
         _ => None,
@@ -28,7 +28,7 @@ fn saved(fx: &[Effect]) -> Option<Box<crate::sessions::Session>> {
 
 impl Test {
     /// Asks `text` and answers it with `answer`.
-    fn turn(&mut self, text: &str, answer: &str) {
+    pub(super) fn turn(&mut self, text: &str, answer: &str) {
         let turn_id = self.ask(text);
         self.send(Msg::Engine(EngineEvent::Token {
             turn_id,
@@ -60,7 +60,7 @@ impl Test {
     }
 
     /// q1 a1 q2 a2 q3 a3, with a model loaded.
-    fn three_turns() -> Self {
+    pub(super) fn three_turns() -> Self {
         let mut t = Test::loaded();
         for n in 1..=3 {
             t.turn(&format!("q{n}"), &format!("a{n}"));
@@ -69,7 +69,7 @@ impl Test {
     }
 
     /// The texts on the path.
-    fn path(&self) -> Vec<String> {
+    pub(super) fn path(&self) -> Vec<String> {
         self.state
             .conversation
             .entries

@@ -34,7 +34,7 @@ pub(super) fn act(state: &mut State, action: TreeAction, fx: &mut Vec<Effect>) {
 }
 
 /// The ids of the messages that can be selected (the user's and the answers), in order.
-fn selectable(state: &State) -> Vec<u64> {
+pub(super) fn selectable(state: &State) -> Vec<u64> {
     state
         .conversation
         .entries
@@ -161,14 +161,19 @@ fn switch(state: &mut State, delta: isize, fx: &mut Vec<Effect>) {
 }
 
 fn fork(state: &mut State, fx: &mut Vec<Effect>) {
-    let Some(select) = state.select else {
-        return;
-    };
+    if let Some(select) = state.select {
+        fork_at(state, select.id, fx);
+    }
+}
+
+/// Goes on in a new conversation holding the path through message `id` (the original is
+/// saved as it stands); `/fork` forks at the newest message.
+pub(super) fn fork_at(state: &mut State, id: u64, fx: &mut Vec<Effect>) {
     if let Some(why) = busy(state) {
         state.status = Some(why.into());
         return;
     }
-    let Some(forked) = state.conversation.path_through(select.id) else {
+    let Some(forked) = state.conversation.path_through(id) else {
         return;
     };
     // The original is saved as it stands; the fork is a new conversation from here on.

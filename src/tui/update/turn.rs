@@ -1,7 +1,7 @@
 //! A turn from the user's side: sending a question, regenerating, stopping, and loading a
 //! model (which stops any turn first). Each starts or ends `State::phase`.
 
-use super::{sessions, tools};
+use super::{attach, commands, sessions, tools};
 use crate::engine::EngineCommand;
 use crate::protocol::{GenerateRequest, LoadRequest, ToolChoice, ToolSet};
 use crate::tui::msg::Effect;
@@ -11,6 +11,10 @@ pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
     if state.input.text().trim().is_empty() {
         return;
     }
+    // A command runs whatever the model is doing; a message waits for it.
+    let Some(message) = commands::intercept(state, fx) else {
+        return;
+    };
     if state.generating() {
         state.status = Some("Still answering: Esc stops it".into());
         return;
@@ -23,7 +27,22 @@ pub(super) fn submit(state: &mut State, fx: &mut Vec<Effect>) {
         state.status = Some("No model loaded: Ctrl+P picks one".into());
         return;
     }
-    let text = state.input.take();
+    // Files still being read: the message goes when they are in.
+    attach::sync(state, true, fx);
+    if state.attachments.reading() {
+        state.attachments.send_when_read = true;
+        state.status = Some("Reading the attached files…".into());
+        return;
+    }
+    let text = match attach::expand(state, &message) {
+        Ok(text) => text,
+        Err(why) => {
+            state.status = Some(why);
+            return;
+        }
+    };
+    state.input.take();
+    state.attachments.clear();
     match state.editing.take() {
         // An earlier message edited: a new branch from there, the old one kept.
         Some(editing) if state.conversation.edit_user(editing.id, text.clone()) => {

@@ -69,6 +69,7 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         threads: 2,
         kernels: "avx2",
         remote: None,
+        tokens: Default::default(),
     }
 }
 
