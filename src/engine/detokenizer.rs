@@ -38,6 +38,12 @@ impl<'a> Detokenizer<'a> {
         }
     }
 
+    /// Goes on from text already written (an answer continued): no first space to drop.
+    pub fn continuing(mut self) -> Self {
+        self.at_start = false;
+        self
+    }
+
     /// The text that `id` completes, if any. Control tokens and unknown ids add nothing.
     pub fn push(&mut self, id: u32) -> Result<Option<String>> {
         if let Some(marker) = self.tokenizer.thinking_marker(id) {

@@ -238,6 +238,12 @@ impl<'t> Decoding<'t> {
         self
     }
 
+    /// Goes on with an answer already begun: its text is not the start of the reply.
+    pub fn continuing(mut self) -> Self {
+        self.detok = self.detok.map(Detokenizer::continuing);
+        self
+    }
+
     /// What the turn has produced so far.
     pub fn outcome(&self) -> &TurnOutcome {
         &self.outcome

@@ -31,13 +31,16 @@ pub enum Prompt {
     /// Ids already templated and tokenized by the client, known to fit (`taper serve`, whose
     /// HTTP threads tokenize while the engine decodes).
     Tokens(Vec<u32>),
+    /// A conversation whose last message is an answer cut short: the model goes on writing
+    /// that answer (the chat's continue). Only the new text is streamed.
+    Continue(Vec<Message>),
 }
 
 impl Prompt {
     /// The conversation, for a backend that takes messages (a remote server); None for ids.
     pub fn messages(&self) -> Option<&[Message]> {
         match self {
-            Prompt::Conversation(m) | Prompt::Raw(m) => Some(m),
+            Prompt::Conversation(m) | Prompt::Raw(m) | Prompt::Continue(m) => Some(m),
             Prompt::Tokens(_) => None,
         }
     }

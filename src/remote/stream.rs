@@ -69,6 +69,8 @@ pub fn run(
             bail!("--raw sends text without a chat template, which only local models can do")
         }
         Prompt::Tokens(_) => bail!("a remote model takes a conversation, not token ids"),
+        // The OpenAI API has no way to say "go on with this answer".
+        Prompt::Continue(_) => bail!("a remote model cannot go on with an answer cut short"),
     };
     let mut body = super::request::body(
         &target.model,

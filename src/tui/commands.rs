@@ -10,6 +10,7 @@ pub enum Command {
     Set,
     Save,
     Fork,
+    Continue,
     Export,
     Clear,
     Help,
@@ -59,6 +60,12 @@ pub const COMMANDS: &[CommandInfo] = &[
         name: "fork",
         args: "",
         help: "a new conversation with these messages; this one stays",
+    },
+    CommandInfo {
+        command: Command::Continue,
+        name: "continue",
+        args: "",
+        help: "go on with the last answer where it was cut short",
     },
     CommandInfo {
         command: Command::Export,

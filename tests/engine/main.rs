@@ -1,6 +1,7 @@
 //! The engine on the real test models in one binary: answers, batching and its invariance,
-//! answer reuse and the cache following an edited branch, the KV cache's formats, the kernel
-//! path's name, answers held to grammars; the reuse measurements (ignored, run by hand).
+//! answer reuse, an answer continued and the cache following an edited branch, the KV
+//! cache's formats, the kernel path's name, answers held to grammars; the reuse measurements
+//! (ignored, run by hand).
 
 #[path = "../support/common.rs"]
 mod common;
@@ -8,6 +9,7 @@ mod common;
 mod answer_reuse;
 mod batch;
 mod branch_reuse;
+mod continue_answer;
 mod invariance;
 mod kernel_path;
 mod kv_cache_types;

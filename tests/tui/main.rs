@@ -17,6 +17,7 @@ mod venv;
 
 mod abuse;
 mod branches;
+mod continue_answer;
 mod download;
 mod e2e;
 mod files;

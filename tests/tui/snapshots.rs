@@ -250,7 +250,7 @@ fn sessions_list() {
 }
 
 #[test]
-fn an_answer_cut_at_the_token_limit_is_marked_with_how_to_raise_it() {
+fn an_answer_cut_at_the_token_limit_is_marked_with_how_to_go_on_or_raise_it() {
     let mut h = Harness::with_model();
     let turn = h.ask("Tell me a story").turn_id;
     h.tokens(turn, &["Once upon"]);
@@ -259,7 +259,9 @@ fn an_answer_cut_at_the_token_limit_is_marked_with_how_to_raise_it() {
     let buffer = terminal.backend().buffer();
     let screen: String = buffer.content().iter().map(|c| c.symbol()).collect();
     assert!(
-        screen.contains("✂ cut at the limit of 2 tokens") && screen.contains("Ctrl+S raises"),
+        screen.contains("✂ cut at the limit of 2 tokens")
+            && screen.contains("Ctrl+G continues")
+            && screen.contains("Ctrl+S raises"),
         "{screen}"
     );
 }

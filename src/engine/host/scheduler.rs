@@ -6,8 +6,9 @@
 //! slot; `taper serve` with `--parallel` of them.
 
 use super::job::Job;
-use super::slot::{Admitted, Slot, SlotObserver};
+use super::slot::{Admitted, Continued, Slot, SlotObserver};
 use super::{HostCommand, Status};
+use crate::chat::Role;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::context_fit::Window;
 use crate::engine::generation::{Step, PREFILL_CHUNK};
@@ -21,6 +22,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Mutex;
+
+/// A request's prompt ids, the usage its making knows, the window to keep for a
+/// conversation's next turn, and the answer it goes on with.
+type PromptTokens = (Vec<u32>, Usage, Option<Window>, Option<Continued>);
 
 /// Prompt tokens one pass reads beside running streams: each pass then costs a few decode
 /// steps' time, not a whole prefill chunk's.
@@ -162,22 +167,19 @@ impl<'t> Scheduler<'t> {
             Some(constraint) => Some(self.text.grammars()?.start(constraint)?),
             None => None,
         };
-        let (ids, usage, window) = self.prompt_tokens(job, window)?;
+        let (ids, usage, window, continued) = self.prompt_tokens(job, window)?;
         Ok(Admitted {
             ids,
             usage,
             window,
             grammar,
+            continued,
         })
     }
 
-    /// A request's prompt ids, with the usage its making knows (messages left out) and, for a
-    /// conversation, the window to keep for its next turn.
-    fn prompt_tokens(
-        &self,
-        job: &Job,
-        window: Window,
-    ) -> Result<(Vec<u32>, Usage, Option<Window>)> {
+    /// A request's prompt ids, with the usage its making knows (messages left out), for a
+    /// conversation the window to keep for its next turn, and the answer it goes on with.
+    fn prompt_tokens(&self, job: &Job, window: Window) -> Result<PromptTokens> {
         let context = self.model.context_size();
         let request = &job.request;
         // Leave room for the answer: all of max_tokens, up to a quarter of the context.
@@ -195,7 +197,7 @@ impl<'t> Scheduler<'t> {
                         ids.len()
                     );
                 }
-                return Ok((ids.clone(), Usage::default(), None));
+                return Ok((ids.clone(), Usage::default(), None, None));
             }
             Prompt::Conversation(messages) => {
                 let fitted = self.text.fitted(
@@ -215,12 +217,52 @@ impl<'t> Scheduler<'t> {
                         .fitted(messages, None, true, budget, Window::default(), &answers)?;
                 (fitted, None)
             }
+            Prompt::Continue(messages) => {
+                let Some((answer, before)) = messages
+                    .split_last()
+                    .filter(|(last, _)| last.role == Role::Assistant)
+                else {
+                    bail!("nothing to continue: the conversation does not end with an answer");
+                };
+                // The answer's own ids where the engine wrote it, so the cache holds them.
+                let ids = match answers.get(&answer.content) {
+                    Some(ids) => ids.to_vec(),
+                    None => self.text.tokenizer.encode(&answer.content)?,
+                };
+                let room = budget.saturating_sub(ids.len());
+                if room == 0 {
+                    bail!(
+                        "the answer so far ({} tokens) leaves no room to go on in a context \
+                         of {context}",
+                        ids.len()
+                    );
+                }
+                let mut fitted = self.text.fitted(
+                    before,
+                    request.tools.as_ref(),
+                    false,
+                    room,
+                    window,
+                    &answers,
+                )?;
+                fitted.tokens.extend_from_slice(&ids);
+                let continued = Continued {
+                    text: answer.content.clone(),
+                    ids,
+                };
+                let usage = Usage {
+                    dropped_messages: fitted.dropped_messages,
+                    ..Usage::default()
+                };
+                let window = fitted.window;
+                return Ok((fitted.tokens, usage, Some(window), Some(continued)));
+            }
         };
         let usage = Usage {
             dropped_messages: fitted.dropped_messages,
             ..Usage::default()
         };
-        Ok((fitted.tokens, usage, window))
+        Ok((fitted.tokens, usage, window, None))
     }
 
     /// One batched pass: each decoding slot feeds its last token, prompts in reading feed a

@@ -39,6 +39,15 @@ pub struct Admitted {
     pub usage: Usage,
     pub window: Option<Window>,
     pub grammar: Option<Grammar>,
+    pub continued: Option<Continued>,
+}
+
+/// An answer cut short that a request goes on with: its text and ids, which end the prompt,
+/// so the whole answer is remembered with its ids when the continuation ends.
+#[derive(Debug, Clone, Default)]
+pub struct Continued {
+    pub text: String,
+    pub ids: Vec<u32>,
 }
 
 /// A request being answered.
@@ -62,6 +71,8 @@ pub struct Active<'t> {
     pub prose: Option<ProseStream>,
     /// The grammar the answer is held to, until decoding takes it.
     pub grammar: Option<Grammar>,
+    /// The answer this request goes on with, if it continues one.
+    pub continued: Option<Continued>,
 }
 
 impl<'t> Slot<'t> {
@@ -83,6 +94,7 @@ impl<'t> Slot<'t> {
             ids: prompt,
             mut usage,
             grammar,
+            continued,
             ..
         } = prompt;
         let prompt = &prompt[..];
@@ -114,6 +126,7 @@ impl<'t> Slot<'t> {
             first_told: false,
             stops: StopMatcher::new(job.request.stop.clone()),
             grammar,
+            continued,
             job,
         });
     }
@@ -148,7 +161,10 @@ impl<'t> Active<'t> {
             max_tokens: self.job.request.max_tokens,
             stop_at_end_of_turn: true,
         };
-        let decoding = Decoding::new(Some(tokenizer), &options, self.job.asked, usage);
+        let mut decoding = Decoding::new(Some(tokenizer), &options, self.job.asked, usage);
+        if self.continued.is_some() {
+            decoding = decoding.continuing();
+        }
         self.decoding = Some(decoding.with_grammar(self.grammar.take()));
     }
 
@@ -209,7 +225,14 @@ impl<'t> Active<'t> {
         // An answer cut at a stop string is not what its ids spell: not worth remembering.
         if self.job.request.remember_answer && !self.stops.hit() {
             if let Ok(mut answers) = answers.lock() {
-                answers.record(&outcome.text, &outcome.ids);
+                match &self.continued {
+                    // The whole answer, as the client will send it back next time.
+                    Some(before) => {
+                        let text = format!("{}{}", before.text, outcome.text);
+                        answers.record(&text, &[before.ids.as_slice(), &outcome.ids].concat());
+                    }
+                    None => answers.record(&outcome.text, &outcome.ids),
+                }
             }
         }
         // A stop string that completes on the last allowed token still ended the answer.

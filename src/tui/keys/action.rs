@@ -12,6 +12,8 @@ pub enum Action {
     /// Stop the generation (Esc).
     Stop,
     Regenerate,
+    /// Let the model go on with the last answer, cut short by the token limit or Esc.
+    Continue,
     NewConversation,
     OpenPicker,
     OpenSettings,

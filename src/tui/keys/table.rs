@@ -117,6 +117,12 @@ pub const KEYS: &[Binding] = &[
     .footer(&[(R, "regenerate")]),
     bind(
         Chat,
+        &[ctrl('g')],
+        Action::Continue,
+        "continue the last answer where it was cut short",
+    ),
+    bind(
+        Chat,
         &[ctrl('n')],
         Action::NewConversation,
         "new conversation",

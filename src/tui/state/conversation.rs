@@ -267,6 +267,32 @@ impl Conversation {
         out
     }
 
+    /// The turn id of the path's last answer when it can go on: cut short by a limit or
+    /// stopped with Esc, with text and no tool calls.
+    pub fn continuable_answer(&self) -> Option<u64> {
+        let last = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| !matches!(e.body, EntryBody::Notice { .. }))?;
+        let EntryBody::Message {
+            message,
+            answer: Some(answer),
+        } = &last.body
+        else {
+            return None;
+        };
+        let cut = answer
+            .usage
+            .as_ref()
+            .and_then(|u| u.stop?.cut_short(u.generated_tokens))
+            .is_some();
+        let stopped = answer.status == AnswerStatus::Stopped;
+        let goes_on = (cut && answer.status == AnswerStatus::Done) || stopped;
+        (goes_on && !message.content.is_empty() && message.tool_calls.is_empty())
+            .then_some(answer.turn_id)
+    }
+
     /// The index of the last user message.
     pub fn last_question(&self) -> Option<usize> {
         self.entries

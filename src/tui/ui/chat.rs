@@ -297,7 +297,7 @@ fn answer_lines(
     if let Some(cut) = cut.filter(|_| answer.status == AnswerStatus::Done) {
         let mut w = Wrapper::new(width);
         w.text(
-            &format!("✂ {cut} · Ctrl+S raises max tokens"),
+            &format!("✂ {cut} · Ctrl+G continues · Ctrl+S raises max tokens"),
             theme::warning(),
         );
         lines.extend(w.finish());

@@ -44,6 +44,7 @@ fn run(state: &mut State, command: Command, args: &str, fx: &mut Vec<Effect>) {
             Some(&id) => tree::fork_at(state, id, fx),
             None => state.status = Some("Nothing to fork yet".into()),
         },
+        Command::Continue => turn::continue_answer(state, fx),
         Command::Export => sessions::act(state, SessionAction::Export, fx),
         Command::Clear => super::act(state, Action::NewConversation, fx),
         Command::Help => {

@@ -112,6 +112,7 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::Newline => state.input.newline(),
         Action::Stop => turn::stop(state, fx),
         Action::Regenerate => turn::regenerate(state, fx),
+        Action::Continue => turn::continue_answer(state, fx),
         Action::NewConversation => {
             turn::cancel_active(state, fx);
             sessions::new_conversation(state, fx);

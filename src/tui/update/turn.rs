@@ -3,7 +3,7 @@
 
 use super::{attach, commands, sessions, tools};
 use crate::engine::EngineCommand;
-use crate::protocol::{GenerateRequest, LoadRequest, ToolChoice, ToolSet};
+use crate::protocol::{GenerateRequest, LoadRequest, Prompt, ToolChoice, ToolSet};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State, TurnSettings};
 
@@ -174,6 +174,54 @@ pub(super) fn regenerate_answer_of(state: &mut State, question: usize, fx: &mut 
     if let (Some(fork), Phase::Answering { .. }) = (fork, state.phase) {
         state.conversation.join_fork(fork);
     }
+}
+
+/// The model goes on with the last answer on the path, cut short by the token limit, a full
+/// context or Esc: its text ends the prompt (with the ids the model wrote it with, so the
+/// cache holds all of it), and the new text is added to it.
+pub(super) fn continue_answer(state: &mut State, fx: &mut Vec<Effect>) {
+    if state.generating() {
+        state.status = Some("Still answering: Esc stops it".into());
+        return;
+    }
+    let Some(model) = state.model.answering_name().map(str::to_string) else {
+        state.status = Some("No model loaded: Ctrl+P picks one".into());
+        return;
+    };
+    if state
+        .model
+        .loaded
+        .as_ref()
+        .is_some_and(|m| m.remote.is_some())
+    {
+        state.status =
+            Some("A remote model cannot go on with an answer: Ctrl+R answers again".into());
+        return;
+    }
+    let Some(old_turn) = state.conversation.continuable_answer() else {
+        state.status = Some("Nothing to continue: the last answer was not cut short".into());
+        return;
+    };
+    let messages = state.conversation.messages(&state.settings.system_prompt);
+    let turn_id = state.next_turn_id();
+    if let Some((_, answer)) = state.conversation.answer_mut(old_turn) {
+        answer.turn_id = turn_id;
+        answer.status = AnswerStatus::Streaming;
+        answer.model = model;
+    }
+    state.phase = Phase::Answering { turn_id };
+    state.stats.start_turn(state.now);
+    state.scroll.follow = true;
+    fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
+        prompt: Prompt::Continue(messages),
+        ..GenerateRequest::chat(
+            turn_id,
+            Vec::new(),
+            false,
+            state.settings.sampling.clone(),
+            state.settings.max_tokens,
+        )
+    })));
 }
 
 /// Loads `entry`, stopping any generation first; the conversation stays.
