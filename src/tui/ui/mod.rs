@@ -132,7 +132,7 @@ fn attachments_line(state: &State) -> Option<Line<'static>> {
         let (what, style) = match &a.file {
             FileState::Reading => ("reading…".to_string(), theme::dim()),
             FileState::Text { tokens, exact, .. } => {
-                match super::update::attachment_too_long(state, *tokens) {
+                match super::update::attachment_too_long(state, *tokens, *exact) {
                     Some(why) => (why.short(), theme::warning()),
                     None => (token_label(*tokens, *exact), theme::info()),
                 }

@@ -99,6 +99,8 @@ pub(super) fn recount(state: &mut State) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLong {
     pub tokens: usize,
+    /// Counted by the model's tokenizer rather than estimated.
+    pub exact: bool,
     pub context: usize,
     pub used: usize,
 }
@@ -108,7 +110,7 @@ impl TooLong {
     pub fn sentence(&self) -> String {
         format!(
             "{} do not fit: the context holds {} tokens and the conversation uses {}",
-            token_label(self.tokens, true),
+            token_label(self.tokens, self.exact),
             self.context,
             self.used
         )
@@ -118,14 +120,14 @@ impl TooLong {
     pub fn short(&self) -> String {
         format!(
             "{}, {} left: too long",
-            token_label(self.tokens, true),
+            token_label(self.tokens, self.exact),
             self.context.saturating_sub(self.used)
         )
     }
 }
 
 /// Whether files of `tokens` fit with the conversation as it stands.
-pub fn too_long(state: &State, tokens: usize) -> Option<TooLong> {
+pub fn too_long(state: &State, tokens: usize, exact: bool) -> Option<TooLong> {
     let context = state.model.loaded.as_ref()?.context_size;
     // A remote that does not say its context has a size of 0: the server will judge.
     if context == 0 {
@@ -134,6 +136,7 @@ pub fn too_long(state: &State, tokens: usize) -> Option<TooLong> {
     let used = state.stats.context_used();
     (used + tokens >= context).then_some(TooLong {
         tokens,
+        exact,
         context,
         used,
     })
@@ -146,7 +149,11 @@ pub(super) fn expand(state: &State, text: &str) -> Result<String, String> {
         return Err(format!("@{path} {why}: remove it from the message to send"));
     }
     let total: usize = state.attachments.ready().map(|(_, _, t)| t).sum();
-    if let Some(why) = too_long(state, total) {
+    let exact = state.attachments.files.iter().all(|a| match a.file {
+        FileState::Text { exact, .. } => exact,
+        _ => true,
+    });
+    if let Some(why) = too_long(state, total, exact) {
         return Err(format!("The files' {}", why.sentence()));
     }
     if state.attachments.ready().next().is_none() {
