@@ -2,14 +2,15 @@
 //! What each key does is looked up in the one table of keys ([`super::keys::KEYS`]), which
 //! also writes the help overlay and the footer.
 
-pub use super::keys::{Action, CopyWhat, SessionAction, ToolAction, TreeAction};
+pub use super::keys::{Action, CopyWhat, Cut, SessionAction, ToolAction, TreeAction};
 
 use super::keys::{self, Context, Screens, KEYS};
 use super::state::{ListMode, Overlay, State};
 use crossterm::event::{KeyEvent, KeyEventKind};
 
 /// The action for `key` in `state`: the closest match among the bindings that work anywhere,
-/// else among those of what is open (the first in the table on a tie).
+/// else among those of every text field when one takes the typing, else among those of what
+/// is open (the first in the table on a tie).
 pub fn action(state: &State, key: &KeyEvent) -> Action {
     // Key releases (reported on Windows and with enhanced keyboards) are not presses.
     if key.kind == KeyEventKind::Release {
@@ -17,6 +18,12 @@ pub fn action(state: &State, key: &KeyEvent) -> Action {
     }
     let (context, _) = screen(state);
     lookup(Context::Anywhere, state, key)
+        .or_else(|| {
+            context
+                .has_text_field()
+                .then(|| lookup(Context::TextField, state, key))
+                .flatten()
+        })
         .or_else(|| lookup(context, state, key))
         .unwrap_or(Action::Ignore)
 }

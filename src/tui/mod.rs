@@ -19,6 +19,7 @@ pub mod commands;
 pub mod files;
 pub mod keymap;
 pub mod keys;
+pub mod line_edit;
 pub mod msg;
 pub mod scan;
 pub mod state;

@@ -82,6 +82,12 @@ pub enum Effect {
     ReadHeader(PathBuf),
     /// Clear the terminal and draw the whole screen again.
     Redraw,
+    /// Give the terminal back and stop as a shell job (SIGTSTP); when continued, take it
+    /// again and draw the whole screen.
+    Suspend,
+    /// Report the mouse to taper (true: the wheel scrolls) or leave it to the terminal
+    /// (false: it selects text).
+    MouseCapture(bool),
     /// Download a hub file in the background, reporting `Msg::Download*`.
     Download(crate::hub::HubFile),
     /// Stop the running download (its partial file is resumed next time).

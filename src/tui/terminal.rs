@@ -1,6 +1,8 @@
 //! Entering and leaving full-screen mode. The terminal is restored on every way out: the
 //! guard's Drop (normal return, `?` errors), and a panic hook that restores it before the
-//! panic message is printed (so the message is readable and the shell is usable).
+//! panic message is printed (so the message is readable and the shell is usable). Also the
+//! two ways of lending it out while the chat goes on: a suspend to the shell (Ctrl+Z) and
+//! mouse capture turned off (Alt+M) so the terminal can select text.
 
 use anyhow::{Context, Result};
 use crossterm::event::{
@@ -24,6 +26,8 @@ use std::thread::ThreadId;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement was pushed (and must be popped).
 static ENHANCED: AtomicBool = AtomicBool::new(false);
+/// Whether the mouse is captured while the screen is up (Alt+M turns it off).
+static MOUSE: AtomicBool = AtomicBool::new(true);
 /// The UI thread: only its panics end the TUI (the engine turns its own into events).
 static UI_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
 static HOOK: Once = Once::new();
@@ -40,28 +44,8 @@ impl TerminalGuard {
         if let Ok(mut ui) = UI_THREAD.lock() {
             *ui = Some(std::thread::current().id());
         }
-        enable_raw_mode().context("cannot put the terminal in raw mode")?;
-        ACTIVE.store(true, Ordering::SeqCst);
         let guard = TerminalGuard(());
-        // Mouse capture for the wheel; bracketed paste so a pasted newline is not Enter.
-        execute!(
-            stdout(),
-            EnterAlternateScreen,
-            EnableMouseCapture,
-            EnableBracketedPaste,
-            cursor::Hide
-        )
-        .context("cannot set up the terminal")?;
-        // Terminals with the kitty keyboard protocol report Shift+Enter apart from Enter.
-        if supports_keyboard_enhancement().unwrap_or(false)
-            && execute!(
-                stdout(),
-                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-            )
-            .is_ok()
-        {
-            ENHANCED.store(true, Ordering::SeqCst);
-        }
+        take_screen()?;
         redirect_stderr(log);
         Ok(guard)
     }
@@ -73,12 +57,48 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Leaves full-screen mode if in it. Errors are ignored: this runs on the way out, where
-/// nothing better can be done, and each step is tried regardless of the others.
+/// Leaves full-screen mode if in it (restoring twice is harmless), and points stderr back at
+/// the terminal.
 pub fn restore() {
-    if !ACTIVE.swap(false, Ordering::SeqCst) {
-        return;
+    if ACTIVE.swap(false, Ordering::SeqCst) {
+        give_back();
     }
+    restore_stderr();
+}
+
+/// Raw mode, the alternate screen, mouse capture (unless Alt+M turned it off), bracketed
+/// paste, a hidden cursor and, where the terminal has it, the kitty keyboard protocol.
+fn take_screen() -> Result<()> {
+    enable_raw_mode().context("cannot put the terminal in raw mode")?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut out = stdout();
+    // Mouse capture for the wheel; bracketed paste so a pasted newline is not Enter.
+    execute!(
+        out,
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        cursor::Hide
+    )
+    .context("cannot set up the terminal")?;
+    if MOUSE.load(Ordering::SeqCst) {
+        execute!(out, EnableMouseCapture).context("cannot set up the terminal")?;
+    }
+    // Terminals with the kitty keyboard protocol report Shift+Enter apart from Enter.
+    if supports_keyboard_enhancement().unwrap_or(false)
+        && execute!(
+            out,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        )
+        .is_ok()
+    {
+        ENHANCED.store(true, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Undoes [`take_screen`]. Errors are ignored: this runs on the way out, where nothing
+/// better can be done, and each step is tried regardless of the others.
+fn give_back() {
     let mut out = stdout();
     if ENHANCED.swap(false, Ordering::SeqCst) {
         let _ = execute!(out, PopKeyboardEnhancementFlags);
@@ -92,7 +112,33 @@ pub fn restore() {
     );
     let _ = disable_raw_mode();
     let _ = out.flush();
-    restore_stderr();
+}
+
+/// Ctrl+Z: gives the terminal back as the shell had it and stops the process as job control
+/// does (SIGTSTP, the signal the terminal itself would send in cooked mode). `fg` continues
+/// it (SIGCONT) and the screen is taken again; the caller then draws it whole. The engine's
+/// threads stop with the process and go on where they were. Where nothing can continue a
+/// stopped job (no job control: the kernel drops the signal), it returns at once.
+pub fn suspend() -> Result<()> {
+    give_back();
+    // SAFETY: raise only sends a signal to the calling thread; SIGTSTP has its default
+    // action (taper installs no handler for it), which stops the whole process until
+    // SIGCONT, and raise then returns.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+    take_screen()
+}
+
+/// Alt+M: mouse reporting on (the wheel scrolls) or off (the terminal selects text). Also
+/// remembered for when the screen is taken again after a suspend.
+pub fn set_mouse_capture(on: bool) -> std::io::Result<()> {
+    MOUSE.store(on, Ordering::SeqCst);
+    if on {
+        execute!(stdout(), EnableMouseCapture)
+    } else {
+        execute!(stdout(), DisableMouseCapture)
+    }
 }
 
 /// The OSC 52 escape that asks the terminal to put `text` on the system clipboard. It goes

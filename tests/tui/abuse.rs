@@ -188,7 +188,7 @@ fn a_pasted_megabyte_can_be_cleared_and_the_chat_goes_on() {
     });
     assert!(!screen.contains("You"), "the paste was sent:\n{screen}");
 
-    // Still responsive: typing goes after it and can be deleted; undo (Ctrl+U, one step per
+    // Still responsive: typing goes after it and can be deleted; undo (Ctrl+_, one step per
     // edit) takes back the deletions, the typing, then the whole paste at once.
     tmux.type_text("xyz");
     tmux.wait_for("typing after the paste", QUICK, |s| {
@@ -199,16 +199,16 @@ fn a_pasted_megabyte_can_be_cleared_and_the_chat_goes_on() {
         let e = editor(s);
         e.contains("END-OF-PASTE") && !e.contains("END-OF-PASTEx")
     });
-    press(&tmux, &["C-u", "C-u", "C-u"]);
+    press(&tmux, &["C-_", "C-_", "C-_"]);
     tmux.wait_for("the deletions undone", QUICK, |s| {
         editor(s).contains("END-OF-PASTExyz")
     });
-    press(&tmux, &["C-u", "C-u", "C-u"]);
+    press(&tmux, &["C-_", "C-_", "C-_"]);
     tmux.wait_for("the typing undone", QUICK, |s| {
         let e = editor(s);
         e.contains("END-OF-PASTE") && !e.contains("END-OF-PASTEx")
     });
-    press(&tmux, &["C-u"]);
+    press(&tmux, &["C-_"]);
     tmux.wait_for("an empty editor", QUICK, |s| {
         editor(s).contains("Ask anything")
     });

@@ -29,5 +29,6 @@ mod session_filter;
 mod sessions;
 mod snapshots;
 mod speed;
+mod terminal;
 mod tools;
 mod update;

@@ -199,6 +199,16 @@ impl App {
                         screen.clear()?;
                         self.dirty = true;
                     }
+                    Effect::Suspend => {
+                        // Back here after `fg`: whatever was on the screen is gone.
+                        terminal::suspend()?;
+                        screen.clear()?;
+                        self.dirty = true;
+                    }
+                    Effect::MouseCapture(on) => {
+                        // A terminal that ignores the request changes nothing; not worth a word.
+                        let _ = terminal::set_mouse_capture(on);
+                    }
                     Effect::Copy(text) => {
                         // Through ratatui's own writer, between frames.
                         let copied = terminal::copy_to_clipboard(screen.backend_mut(), &text);

@@ -3,8 +3,8 @@
 //! network I/O, never done on the UI thread) and report back as messages on one channel, and
 //! so does the sessions listing (it reads every file); session files are written at once
 //! (`files`); tool calls go to the MCP servers' host, which
-//! answers on the loop's channel too. The terminal's own effects (clear, clipboard) are the
-//! loop's, which owns the terminal.
+//! answers on the loop's channel too. The terminal's own effects (clear, clipboard, suspend,
+//! mouse capture) are the loop's, which owns the terminal.
 
 use super::files as session_files;
 use crate::engine::EngineHandle;
@@ -44,7 +44,7 @@ impl Runner {
                 self.engine.cancel(turn_id);
                 None
             }
-            Effect::Redraw | Effect::Copy(_) => None,
+            Effect::Redraw | Effect::Suspend | Effect::MouseCapture(_) | Effect::Copy(_) => None,
             Effect::Session(SessionEffect::List(dir)) => {
                 let inline = dir.clone();
                 let spawned = self.spawn("taper-sessions", move || {

@@ -1,6 +1,7 @@
 //! What a key asks for: the actions of the key table, which `update` carries out. Data
 //! only; what each key is bound to is the table's business.
 
+pub use crate::tui::line_edit::Cut;
 use crossterm::event::KeyEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,14 @@ pub enum Action {
     Edit(KeyEvent),
     /// Tab: complete the command or `@path` being typed (else the key goes to the editor).
     Complete(KeyEvent),
+    /// A deletion before the cursor, in whichever text field has the keys (Ctrl+W, Ctrl+U).
+    Cut(Cut),
+    /// Take back the message editor's last change.
+    Undo,
+    /// Stop as a shell job (Ctrl+Z), the terminal given back; `fg` brings the screen back.
+    Suspend,
+    /// Give the mouse to the terminal (to select text), or take it back (for the wheel).
+    ToggleMouse,
     PickerUp,
     PickerDown,
     PickerLoad,
@@ -46,7 +55,6 @@ pub enum Action {
     FieldEnter,
     FieldType(char),
     FieldBackspace,
-    FieldClear,
     /// Leave the edit without applying it.
     FieldCancel,
     /// Saved conversations: the list overlay and export (handled in `update::sessions`).

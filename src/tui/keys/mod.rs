@@ -8,7 +8,7 @@ mod build;
 mod names;
 mod table;
 
-pub use action::{Action, CopyWhat, SessionAction, ToolAction, TreeAction};
+pub use action::{Action, CopyWhat, Cut, SessionAction, ToolAction, TreeAction};
 pub use table::KEYS;
 
 use super::state::State;
@@ -19,6 +19,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub enum Context {
     /// Before any other context (quit, redraw).
     Anywhere,
+    /// Before the context's own, where a text field takes the typing: readline's deletions,
+    /// the same in every field.
+    TextField,
     Chat,
     Help,
     Picker,
@@ -40,8 +43,9 @@ pub enum Context {
 
 impl Context {
     /// The contexts in the order the help lists them.
-    pub const HELP_ORDER: [Context; 12] = [
+    pub const HELP_ORDER: [Context; 13] = [
         Context::Chat,
+        Context::TextField,
         Context::Select,
         Context::SelectDelete,
         Context::Approval,
@@ -58,6 +62,7 @@ impl Context {
     pub fn title(self) -> &'static str {
         match self {
             Context::Anywhere => "Anywhere",
+            Context::TextField => "Every text field (the message, filters, a value, a title)",
             Context::Chat => "Chat",
             Context::Help => "This help",
             Context::Picker => "Model picker (Ctrl+P)",
@@ -70,6 +75,18 @@ impl Context {
             Context::Select => "Selecting a message (Alt+Up)",
             Context::SelectDelete => "Selecting a message, deleting",
         }
+    }
+
+    /// Whether a text field takes the typing here (so the [`Context::TextField`] keys work).
+    pub fn has_text_field(self) -> bool {
+        matches!(
+            self,
+            Context::Chat
+                | Context::Picker
+                | Context::SettingsEdit
+                | Context::Sessions
+                | Context::SessionsRename
+        )
     }
 }
 
@@ -256,13 +273,16 @@ pub fn help_lines() -> Vec<HelpLine> {
 }
 
 /// The footer of `screen`: (keys, what), in the table's order, the context's own bindings
-/// before those that work anywhere; neighbours saying the same thing share a label
-/// ("PgUp/PgDn scroll").
+/// before those of its text field and those that work anywhere; neighbours saying the same
+/// thing share a label ("PgUp/PgDn scroll").
 pub fn footer(context: Context, screen: Screens) -> Vec<(String, &'static str)> {
     let bindings = KEYS.iter().filter(|b| b.context == context);
+    let field = KEYS
+        .iter()
+        .filter(|b| context.has_text_field() && b.context == Context::TextField);
     let anywhere = KEYS.iter().filter(|b| b.context == Context::Anywhere);
     let mut out: Vec<(String, &'static str)> = Vec::new();
-    for b in bindings.chain(anywhere) {
+    for b in bindings.chain(field).chain(anywhere) {
         let Some((_, what)) = b.footer.iter().find(|(on, _)| on.contains(screen)) else {
             continue;
         };

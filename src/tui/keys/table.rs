@@ -2,7 +2,7 @@
 //! them and the footer shows them. README.md's key table is the user-facing copy.
 
 use super::build::{bind, ch, ctrl, key, session_type, with};
-use super::{Action, CopyWhat, SessionAction as S, ToolAction, TreeAction as T};
+use super::{Action, CopyWhat, Cut, SessionAction as S, ToolAction, TreeAction as T};
 use super::{Binding, Combo, Context, Does, Screens, When};
 use crossterm::event::{KeyCode, KeyModifiers};
 use Context::*;
@@ -182,6 +182,14 @@ pub const KEYS: &[Binding] = &[
     .when(When::InputEmpty)
     .footer(&[(R.or(D).or(Screens::NO_MODEL), "help")]),
     bind(Chat, &[key(KeyCode::F(1))], Action::OpenHelp, "this help"),
+    // Terminals send Ctrl+_ and Ctrl+/ as one byte, which crossterm reports as Ctrl+7; with
+    // the kitty keyboard protocol they come as themselves.
+    bind(
+        Chat,
+        &[ctrl('_'), ctrl('/'), ctrl('7')],
+        Action::Undo,
+        "undo the last change to the message",
+    ),
     bind(
         Chat,
         &[Combo::Any],
@@ -198,6 +206,33 @@ pub const KEYS: &[Binding] = &[
     )
     .footer(&[(Screens::CHAT.or(OVERLAYS), "quit")]),
     bind(Anywhere, &[ctrl('l')], Action::Redraw, "redraw the screen"),
+    bind(
+        Anywhere,
+        &[ctrl('z')],
+        Action::Suspend,
+        "suspend to the shell (fg comes back; an answer goes on)",
+    ),
+    bind(
+        Anywhere,
+        &[with(KeyCode::Char('m'), ALT)],
+        Action::ToggleMouse,
+        "mouse off, to select text with it; again: on, for the wheel",
+    ),
+    // Every text field: readline's deletions. Kept out of the contexts' own rows so that
+    // they cannot differ from one field to the next.
+    bind(
+        TextField,
+        &[ctrl('w')],
+        Action::Cut(Cut::Word),
+        "delete the word before the cursor",
+    ),
+    bind(
+        TextField,
+        &[ctrl('u')],
+        Action::Cut(Cut::ToStart),
+        "delete to the start of the line",
+    )
+    .footer(&[(Screens::SETTINGS_EDIT, "clear")]),
     // The model picker.
     bind(
         Picker,
@@ -271,13 +306,6 @@ pub const KEYS: &[Binding] = &[
         "apply the value",
     )
     .footer(&[(Screens::SETTINGS_EDIT, "apply")]),
-    bind(
-        SettingsEdit,
-        &[ctrl('u')],
-        Action::FieldClear,
-        "clear the value",
-    )
-    .footer(&[(Screens::SETTINGS_EDIT, "clear")]),
     bind(
         SettingsEdit,
         &[key(ESC)],

@@ -76,3 +76,19 @@ fn the_readme_names_every_command() {
         );
     }
 }
+
+#[test]
+fn the_text_field_keys_are_not_taken_where_a_text_field_is() {
+    // They are looked up first, so a context's own binding of the same key would be dead.
+    let field = KEYS.iter().filter(|b| b.context == Context::TextField);
+    for combo in field.flat_map(|b| b.keys) {
+        let shadowed = KEYS
+            .iter()
+            .find(|b| b.context.has_text_field() && b.keys.contains(combo));
+        assert!(
+            shadowed.is_none(),
+            "{combo:?} is every text field's, yet {:?} binds it",
+            shadowed.map(|b| b.context)
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! The message editor: a multi-line `tui-textarea`, plus the earlier prompts that Up and Down
 //! recall when the editor is empty.
 
+use crate::tui::line_edit::{self, Cut};
 use crossterm::event::KeyEvent;
 use ratatui::style::{Modifier, Style};
 use tui_textarea::{CursorMove, TextArea};
@@ -104,6 +105,40 @@ impl InputState {
     /// An editing key; a change ends history browsing.
     pub fn key(&mut self, key: KeyEvent) {
         if self.textarea.input(key) {
+            self.recall = None;
+        }
+    }
+
+    /// Ctrl+W or Ctrl+U: deletes the word (as [`line_edit::word_start`] finds it) or
+    /// everything before the cursor on its line; at the start of a line, the line break, so
+    /// pressing on empties the message. One undo step each.
+    pub fn cut(&mut self, cut: Cut) {
+        let (row, col) = self.textarea.cursor();
+        let changed = if col == 0 {
+            self.textarea.delete_char()
+        } else {
+            match cut {
+                Cut::Char => self.textarea.delete_char(),
+                Cut::ToStart => self.textarea.delete_line_by_head(),
+                Cut::Word => {
+                    let line = &self.textarea.lines()[row];
+                    let before: String = line.chars().take(col).collect();
+                    let chars = before[line_edit::word_start(&before)..].chars().count();
+                    for _ in 0..chars {
+                        self.textarea.move_cursor(CursorMove::Back);
+                    }
+                    self.textarea.delete_str(chars)
+                }
+            }
+        };
+        if changed {
+            self.recall = None;
+        }
+    }
+
+    /// Ctrl+_: takes back the last change (typing, a deletion, a paste).
+    pub fn undo(&mut self) {
+        if self.textarea.undo() {
             self.recall = None;
         }
     }

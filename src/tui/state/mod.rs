@@ -117,6 +117,9 @@ pub struct State {
     pub show_thinking: bool,
     /// Tool results shown whole; folded to one line otherwise.
     pub show_tool_results: bool,
+    /// The mouse is reported to taper (the wheel scrolls); off, the terminal has it and
+    /// selects text (Alt+M).
+    pub mouse_captured: bool,
     /// Message selection, when on: keys move between messages and act on the one selected.
     pub select: Option<Selection>,
     /// An earlier message being edited in the editor.
@@ -165,6 +168,7 @@ impl State {
             viewport: Viewport::default(),
             show_thinking: false,
             show_tool_results: false,
+            mouse_captured: true,
             select: None,
             editing: None,
             tools: ToolsState::default(),

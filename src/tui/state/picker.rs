@@ -1,5 +1,6 @@
 //! The model picker: every local model with what its header says, filtered as the user types.
 
+use crate::tui::line_edit::{self, Cut};
 use std::path::PathBuf;
 
 /// A model file the picker offers, described from its GGUF header alone (read in the
@@ -141,7 +142,12 @@ impl PickerState {
     }
 
     pub fn pop_filter(&mut self) {
-        self.filter.pop();
+        self.cut_filter(Cut::Char);
+    }
+
+    /// Backspace, Ctrl+W or Ctrl+U in the filter.
+    pub fn cut_filter(&mut self, cut: Cut) {
+        line_edit::cut(&mut self.filter, cut);
         self.selected = 0;
         self.touched = true;
     }

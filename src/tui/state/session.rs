@@ -4,6 +4,7 @@
 
 use crate::sessions::search::filter_matches;
 use crate::sessions::{Listed, Session};
+use crate::tui::line_edit::{self, Cut};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -127,10 +128,15 @@ impl SessionsList {
         self.selected = 0;
     }
 
-    /// A shorter filter shows more: the selected session stays selected.
+    /// A shorter filter shows more.
     pub fn pop_filter(&mut self) {
+        self.cut_filter(Cut::Char);
+    }
+
+    /// Backspace, Ctrl+W or Ctrl+U in the filter: the selected session stays selected.
+    pub fn cut_filter(&mut self, cut: Cut) {
         let keep = self.selected_entry().map(|l| l.path.clone());
-        self.filter.pop();
+        line_edit::cut(&mut self.filter, cut);
         self.selected = keep
             .and_then(|p| self.visible().iter().position(|l| l.path == p))
             .unwrap_or(0);

@@ -6,13 +6,15 @@
 //! The helpers are children of this module, each for one job: `turn` (asking, stopping,
 //! loading), `engine` (what the worker reports), `tools` (the tool loop and the MCP servers'
 //! news), `tree` (message selection, branches, fork), `copy`, `downloads`, `sessions`, and
-//! `overlays` (the picker, the settings form and the help).
+//! `overlays` (the picker, the settings form and the help), `fields` (the deletions every
+//! text field shares).
 
 mod attach;
 mod commands;
 mod copy;
 mod downloads;
 mod engine;
+mod fields;
 mod overlays;
 mod saved;
 mod sessions;
@@ -132,6 +134,10 @@ fn act(state: &mut State, action: Action, fx: &mut Vec<Effect>) {
         Action::HistoryNewer => state.input.recall_newer(),
         Action::Edit(key) => state.input.key(key),
         Action::Complete(key) => attach::complete(state, key, fx),
+        Action::Cut(cut) => fields::cut(state, cut),
+        Action::Undo => state.input.undo(),
+        Action::Suspend => fx.push(Effect::Suspend),
+        Action::ToggleMouse => toggle_mouse(state, fx),
         Action::Session(action) => sessions::act(state, action, fx),
         Action::Copy(what) => copy::act(state, what, fx),
         Action::Tool(action) => tools::approve(state, action, fx),
@@ -158,6 +164,21 @@ fn toggle_thinking(state: &mut State) {
             "Thinking {now}, but no answer here has any (only thinking models, like Qwen3, write it)"
         ));
     }
+}
+
+/// Alt+M: with the mouse captured the wheel scrolls, but the terminal cannot select text;
+/// without, the terminal selects and copies as anywhere else.
+fn toggle_mouse(state: &mut State, fx: &mut Vec<Effect>) {
+    state.mouse_captured = !state.mouse_captured;
+    fx.push(Effect::MouseCapture(state.mouse_captured));
+    state.status = Some(
+        if state.mouse_captured {
+            "Mouse on: the wheel scrolls; Alt+M lets the terminal select text again"
+        } else {
+            "Mouse off: select text with the mouse; Alt+M gives the wheel back"
+        }
+        .into(),
+    );
 }
 
 fn page(state: &State) -> usize {

@@ -3,6 +3,7 @@
 
 use super::{downloads, turn};
 use crate::tui::keymap::Action;
+use crate::tui::line_edit::{self, Cut};
 use crate::tui::msg::Effect;
 use crate::tui::state::{Field, Overlay, State};
 
@@ -76,9 +77,8 @@ fn edit_field(state: &mut State, action: Action) {
     match action {
         Action::FieldType(c) => edit.push(c),
         Action::FieldBackspace => {
-            edit.pop();
+            line_edit::cut(edit, Cut::Char);
         }
-        Action::FieldClear => edit.clear(),
         _ => {}
     }
 }

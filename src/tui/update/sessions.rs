@@ -7,6 +7,7 @@ use super::saved::record;
 pub use super::saved::restore;
 use crate::sessions::{export, Session};
 use crate::tui::keymap::SessionAction;
+use crate::tui::line_edit::{self, Cut};
 use crate::tui::msg::{Effect, SessionEffect, SessionMsg};
 use crate::tui::state::{ListMode, NoticeLevel, Overlay, State};
 
@@ -92,7 +93,7 @@ pub(super) fn act(state: &mut State, action: SessionAction, fx: &mut Vec<Effect>
         },
         S::Backspace => match &mut list.mode {
             ListMode::Rename(text) => {
-                text.pop();
+                line_edit::cut(text, Cut::Char);
             }
             ListMode::Browse => list.pop_filter(),
             ListMode::ConfirmDelete => {}

@@ -281,6 +281,9 @@ mod attach;
 #[path = "tests_continue.rs"]
 mod continue_answer;
 
+#[path = "tests_fields.rs"]
+mod fields;
+
 #[test]
 fn a_remote_listing_that_arrives_first_does_not_keep_the_picker_on_the_remote() {
     let mut t = Test::new();

@@ -132,10 +132,15 @@ pub fn assert_terminal_restored(tmux: &Tmux, code: &str) -> String {
 pub fn shell_command(home: &str, env: &str, args: &str) -> String {
     let bin = binary();
     format!(
-        "TAPER_HOME='{home}' {env} '{bin}' {args}; echo \"EXITED $?\"; \
-         echo \"TTY $(stty -a | grep -ow -- '-\\?icanon\\|-\\?echo' | tr '\\n' ' ')\"; sleep 600"
+        "TAPER_HOME='{home}' {env} '{bin}' {args}; {}; sleep 600",
+        REPORT_EXIT_AND_TTY
     )
 }
+
+/// The shell line that prints the last exit status and the line discipline, for
+/// [`assert_terminal_restored`]; typed on its own where the program runs from a prompt.
+pub const REPORT_EXIT_AND_TTY: &str = "echo \"EXITED $?\"; \
+     echo \"TTY $(stty -a | grep -ow -- '-\\?icanon\\|-\\?echo' | tr '\\n' ' ')\"";
 
 /// The binary under test: this build's, or `TAPER_TEST_BIN` (e.g. a copy kept still while
 /// a measurement runs).
