@@ -8,24 +8,11 @@ use crate::common;
 
 use taper::chat::Message;
 use taper::engine::{EngineCommand, EngineHandle};
-use taper::protocol::{EngineEvent, GenerateRequest, LoadRequest, Prompt, SamplingParams};
+use taper::protocol::{EngineEvent, GenerateRequest, Prompt, SamplingParams};
 use taper::protocol::{StopReason, Usage};
 
 fn engine(file: &str) -> EngineHandle {
-    let mut engine = EngineHandle::spawn().expect("the engine starts");
-    engine
-        .send(EngineCommand::Load(LoadRequest {
-            model_path: common::real_model(file),
-            tokenizer_json: None,
-            context_size: 1024,
-            cache_type: Default::default(),
-            chat_template: None,
-        }))
-        .expect("the engine takes the load");
-    match engine.recv_blocking() {
-        Some(EngineEvent::Loaded { .. }) => engine,
-        other => panic!("load failed: {other:?}"),
-    }
+    crate::real::engine_with(file, 1024)
 }
 
 /// Runs `prompt` greedily for at most `max_tokens`: the text streamed and the usage, or the

@@ -17,7 +17,7 @@ fn greedy() -> SamplingParams {
     }
 }
 
-fn engine_with(file: &str, context_size: usize) -> EngineHandle {
+pub(crate) fn engine_with(file: &str, context_size: usize) -> EngineHandle {
     let mut engine = EngineHandle::spawn().unwrap();
     engine
         .send(EngineCommand::Load(LoadRequest {

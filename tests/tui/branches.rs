@@ -4,7 +4,7 @@
 //! the tree is there (both branches in the file, the one on screen restored).
 
 use crate::tui_support::serial;
-use crate::tui_support::tmux::{assert_terminal_restored, shell_command, Tmux};
+use crate::tui_support::tmux::{assert_terminal_restored, idle, shell_command, Tmux};
 use std::time::Duration;
 use taper::chat::Role;
 use taper::sessions::store;
@@ -14,10 +14,6 @@ const ANSWER: Duration = Duration::from_secs(300);
 const QUICK: Duration = Duration::from_secs(30);
 
 const QUESTIONS: [&str; 3] = ["Name a fruit.", "Name a colour.", "Name a country."];
-
-fn idle(s: &str) -> bool {
-    s.contains("phase    idle") && !s.contains("writing…")
-}
 
 fn ask(tmux: &Tmux, question: &str) {
     tmux.type_text(question);

@@ -3,17 +3,13 @@
 //! figure shows the answer was not read again, and the saved answer is the whole text.
 
 use crate::tui_support::serial;
-use crate::tui_support::tmux::{assert_terminal_restored, shell_command, stat, Tmux};
+use crate::tui_support::tmux::{assert_terminal_restored, idle, shell_command, stat, Tmux};
 use std::time::Duration;
 use taper::chat::Role;
 use taper::sessions::store;
 
 const LOAD: Duration = Duration::from_secs(180);
 const ANSWER: Duration = Duration::from_secs(300);
-
-fn idle(s: &str) -> bool {
-    s.contains("phase    idle") && !s.contains("writing…")
-}
 
 /// The saved conversation's last answer.
 fn saved_answer(home: &tempfile::TempDir) -> String {

@@ -5,7 +5,7 @@
 //! `/help` do what they say, and an unknown command is kept with a hint.
 
 use crate::tui_support::serial;
-use crate::tui_support::tmux::{assert_terminal_restored, shell_command, Tmux};
+use crate::tui_support::tmux::{assert_terminal_restored, idle, shell_command, Tmux};
 use std::time::Duration;
 use taper::chat::Role;
 use taper::sessions::store;
@@ -13,10 +13,6 @@ use taper::sessions::store;
 const LOAD: Duration = Duration::from_secs(180);
 const ANSWER: Duration = Duration::from_secs(300);
 const QUICK: Duration = Duration::from_secs(30);
-
-fn idle(s: &str) -> bool {
-    s.contains("phase    idle") && !s.contains("writing…")
-}
 
 /// Empties the editor of `typed` with backspaces.
 fn erase(tmux: &Tmux, typed: &str) {

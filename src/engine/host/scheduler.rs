@@ -189,7 +189,7 @@ impl<'t> Scheduler<'t> {
             .answers
             .lock()
             .map_err(|_| anyhow::anyhow!("internal error: the answer store is poisoned"))?;
-        let (fitted, window) = match &request.prompt {
+        let (fitted, window, continued) = match &request.prompt {
             Prompt::Tokens(ids) => {
                 if ids.is_empty() || ids.len() >= context {
                     bail!(
@@ -209,13 +209,13 @@ impl<'t> Scheduler<'t> {
                     &answers,
                 )?;
                 let window = fitted.window;
-                (fitted, Some(window))
+                (fitted, Some(window), None)
             }
             Prompt::Raw(messages) => {
                 let fitted =
                     self.text
                         .fitted(messages, None, true, budget, Window::default(), &answers)?;
-                (fitted, None)
+                (fitted, None, None)
             }
             Prompt::Continue(messages) => {
                 let Some((answer, before)) = messages
@@ -246,23 +246,19 @@ impl<'t> Scheduler<'t> {
                     &answers,
                 )?;
                 fitted.tokens.extend_from_slice(&ids);
+                let window = fitted.window;
                 let continued = Continued {
                     text: answer.content.clone(),
                     ids,
                 };
-                let usage = Usage {
-                    dropped_messages: fitted.dropped_messages,
-                    ..Usage::default()
-                };
-                let window = fitted.window;
-                return Ok((fitted.tokens, usage, Some(window), Some(continued)));
+                (fitted, Some(window), Some(continued))
             }
         };
         let usage = Usage {
             dropped_messages: fitted.dropped_messages,
             ..Usage::default()
         };
-        Ok((fitted.tokens, usage, window, None))
+        Ok((fitted.tokens, usage, window, continued))
     }
 
     /// One batched pass: each decoding slot feeds its last token, prompts in reading feed a

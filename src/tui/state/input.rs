@@ -178,12 +178,6 @@ impl InputState {
         self.recall = None;
     }
 
-    /// Puts `text` at the start of the message (a file `/file` attaches).
-    pub fn prepend(&mut self, text: &str) {
-        let rest = self.text();
-        self.set_text(&format!("{text}{rest}"));
-    }
-
     pub fn history(&self) -> &[String] {
         &self.history
     }

@@ -154,11 +154,20 @@ pub(super) fn end_turn(state: &mut State) {
     state.stats.abandon();
 }
 
-pub(super) fn regenerate(state: &mut State, fx: &mut Vec<Effect>) {
+/// Why no new answer can start now (one is being written, or no model is loaded).
+fn cannot_answer(state: &State) -> Option<&'static str> {
     if state.generating() {
-        state.status = Some("Still answering: Esc stops it".into());
+        Some("Still answering: Esc stops it")
     } else if state.model.answering_name().is_none() {
-        state.status = Some("No model loaded: Ctrl+P picks one".into());
+        Some("No model loaded: Ctrl+P picks one")
+    } else {
+        None
+    }
+}
+
+pub(super) fn regenerate(state: &mut State, fx: &mut Vec<Effect>) {
+    if let Some(why) = cannot_answer(state) {
+        state.status = Some(why.into());
     } else if let Some(question) = state.conversation.last_question() {
         regenerate_answer_of(state, question, fx);
     } else {
@@ -180,14 +189,10 @@ pub(super) fn regenerate_answer_of(state: &mut State, question: usize, fx: &mut 
 /// context or Esc: its text ends the prompt (with the ids the model wrote it with, so the
 /// cache holds all of it), and the new text is added to it.
 pub(super) fn continue_answer(state: &mut State, fx: &mut Vec<Effect>) {
-    if state.generating() {
-        state.status = Some("Still answering: Esc stops it".into());
+    if let Some(why) = cannot_answer(state) {
+        state.status = Some(why.into());
         return;
     }
-    let Some(model) = state.model.answering_name().map(str::to_string) else {
-        state.status = Some("No model loaded: Ctrl+P picks one".into());
-        return;
-    };
     if state
         .model
         .loaded
@@ -202,6 +207,8 @@ pub(super) fn continue_answer(state: &mut State, fx: &mut Vec<Effect>) {
         state.status = Some("Nothing to continue: the last answer was not cut short".into());
         return;
     };
+    // The model answering now goes on, and the answer is labelled with it.
+    let model = state.model.answering_name().unwrap_or_default().to_string();
     let messages = state.conversation.messages(&state.settings.system_prompt);
     let turn_id = state.next_turn_id();
     if let Some((_, answer)) = state.conversation.answer_mut(old_turn) {

@@ -142,6 +142,11 @@ pub fn shell_command(home: &str, env: &str, args: &str) -> String {
 pub const REPORT_EXIT_AND_TTY: &str = "echo \"EXITED $?\"; \
      echo \"TTY $(stty -a | grep -ow -- '-\\?icanon\\|-\\?echo' | tr '\\n' ' ')\"";
 
+/// The chat is waiting for a question: no answer is being written.
+pub fn idle(screen: &str) -> bool {
+    screen.contains("phase    idle") && !screen.contains("writing…")
+}
+
 /// The binary under test: this build's, or `TAPER_TEST_BIN` (e.g. a copy kept still while
 /// a measurement runs).
 pub fn binary() -> String {
