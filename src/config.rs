@@ -24,6 +24,9 @@ pub struct Config {
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
     pub models_dir: Option<PathBuf>,
+    /// Keep each model's repacked matrices in the cache directory, so later loads read them
+    /// back instead of repacking (default true).
+    pub repack_cache: Option<bool>,
     #[serde(default)]
     pub sampling: SamplingConfig,
     /// User-defined models.
@@ -233,6 +236,13 @@ impl Config {
 
     pub fn context_size(&self) -> usize {
         self.context_size.unwrap_or(DEFAULT_CONTEXT_SIZE)
+    }
+
+    /// Where loads keep repacked matrices, unless the config turns the cache off.
+    pub fn repack_cache_dir(&self) -> Option<PathBuf> {
+        self.repack_cache
+            .unwrap_or(true)
+            .then(crate::paths::repack_cache_dir)
     }
 
     pub fn max_tokens(&self) -> usize {

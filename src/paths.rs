@@ -31,6 +31,22 @@ pub fn expand_home(path: &Path) -> PathBuf {
     }
 }
 
+/// `$TAPER_HOME/cache` when set, else the platform's cache directory for taper: what taper
+/// can rebuild and a user may delete.
+pub fn cache_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("TAPER_HOME") {
+        return PathBuf::from(home).join("cache");
+    }
+    directories::ProjectDirs::from("", "", "taper")
+        .map(|d| d.cache_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from(".taper/cache"))
+}
+
+/// Where models' repacked matrices are kept between loads.
+pub fn repack_cache_dir() -> PathBuf {
+    cache_dir().join("repacked")
+}
+
 pub fn models_dir() -> PathBuf {
     data_dir().join("models")
 }

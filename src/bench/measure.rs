@@ -18,6 +18,7 @@ use super::summary::{quarter_rates, DepthFigure, ModelReport, PrefillFigure, Run
 use crate::engine::generation::{Generator, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
 use crate::engine::loader::{self, OpenOptions};
+use crate::engine::model::weights::packed_cache;
 use crate::engine::model::{self, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
@@ -116,6 +117,9 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         if i >= opts.warmup_runs {
             runs.push(figures);
         }
+        // The warm-up's load wrote the repack cache in the background: the measured loads
+        // read it back, as every load after a model's first does.
+        packed_cache::finish_writes();
     }
     let header = GgufHeader::read(&opts.path)?;
     Ok(ModelReport {

@@ -64,6 +64,8 @@ pub struct BenchOptions {
     pub format: Format,
     /// Keep shape-only files here (a file, or a directory for several) instead of a temp dir.
     pub keep_shape_file: Option<PathBuf>,
+    /// Loads read repacked matrices back from the repack cache (written by the warm-up).
+    pub repack_cache: bool,
     /// Runs thrown away before the measured ones ([`measure::WARMUP_RUNS`], or 0).
     pub warmup_runs: usize,
     /// Decode held to the JSON Schema in this file.
@@ -244,6 +246,9 @@ fn measure_in_child(
     }
     if opts.warmup_runs == 0 {
         cmd.arg("--no-warmup");
+    }
+    if !opts.repack_cache {
+        cmd.arg("--no-repack-cache");
     }
     if let Some(schema) = &opts.json_schema {
         cmd.arg("--json-schema").arg(schema);

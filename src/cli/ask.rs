@@ -111,6 +111,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String> {
 
 pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     args.run.threads.apply(config)?;
+    args.run.repack_cache.apply(config);
     let named = args
         .model
         .model

@@ -1,6 +1,6 @@
 //! `taper bench`: its flags, and turning them into the bench module's options.
 
-use super::CacheTypeArg;
+use super::{CacheTypeArg, RepackCacheArg};
 use crate::bench;
 use crate::config::Config;
 use crate::engine::threads::set_threads;
@@ -45,6 +45,10 @@ pub struct BenchArgs {
     pub ctx_size: Option<usize>,
     #[command(flatten)]
     pub cache_type: CacheTypeArg,
+    /// Measure loads that repack (the warm-up, otherwise, writes the repack cache and the
+    /// measured runs read it back).
+    #[command(flatten)]
+    pub repack_cache: RepackCacheArg,
     /// Depths measured far into a context: a prefill of N tokens and the decode speed right
     /// after it (N tokens in), as llama-bench's -p N and -gp N,gen.
     #[arg(long, value_delimiter = ',', value_name = "N,N")]
@@ -107,6 +111,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         format,
         warmup_runs: warmup_runs(&args),
         keep_shape_file: args.keep_shape_file,
+        repack_cache: args.repack_cache.dir(config).is_some(),
         json_schema: args.json_schema,
     })
 }
@@ -147,6 +152,9 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
     }
     // Before any candle work: the thread pools read these once.
     set_threads(args.threads.first().copied())?;
+    // The parent turned the config's setting into the flag.
+    let repack_cache = (!args.repack_cache.no_repack_cache).then(crate::paths::repack_cache_dir);
+    crate::engine::model::weights::packed_cache::configure(repack_cache);
     let [path] = args.models.as_slice() else {
         bail!("--measure-one takes exactly one -m PATH");
     };

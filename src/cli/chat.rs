@@ -38,6 +38,7 @@ pub struct ChatArgs {
 pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
     // Before any thread starts: candle reads these once.
     args.run.threads.apply(config)?;
+    args.run.repack_cache.apply(config);
     let resumed = match &args.resume {
         Some(arg) => {
             let dir = crate::sessions::sessions_dir();

@@ -113,6 +113,8 @@ pub struct RunArgs {
     pub cache_type: CacheTypeArg,
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub repack_cache: RepackCacheArg,
 }
 
 impl RunArgs {
@@ -149,6 +151,31 @@ impl ThreadsArg {
     /// process, before a model is loaded.
     pub fn apply(&self, config: &Config) -> Result<()> {
         crate::engine::threads::set_threads(self.threads.or(config.threads))
+    }
+}
+
+/// `--no-repack-cache`, of every command that loads a local model.
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct RepackCacheArg {
+    /// Repack the model's matrices at load instead of reading them back from the repack cache
+    /// (nor writing it) [default: the config's `repack_cache`, else on].
+    #[arg(long)]
+    pub no_repack_cache: bool,
+}
+
+impl RepackCacheArg {
+    /// The cache directory this process's loads use: none with the flag or when the config
+    /// turns the cache off.
+    pub fn dir(&self, config: &Config) -> Option<PathBuf> {
+        if self.no_repack_cache {
+            return None;
+        }
+        config.repack_cache_dir()
+    }
+
+    /// Sets it for the process, before a model is loaded.
+    pub fn apply(&self, config: &Config) {
+        crate::engine::model::weights::packed_cache::configure(self.dir(config));
     }
 }
 
@@ -238,7 +265,7 @@ pub fn run(cli: Cli) -> Result<()> {
         eprintln!("taper: warning: {warning}");
     }
     add_quick_remotes(&mut config, &cli.remote)?;
-    match cli.command {
+    let done = match cli.command {
         None => chat::chat(cli.chat, &config),
         Some(Command::Chat(args)) => chat::chat(args, &config),
         Some(Command::Ask(args)) => ask::ask(args, &config),
@@ -252,7 +279,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Mcp(args)) => mcp::mcp(args, &config),
         // Answered above, before the config was read.
         Some(Command::Completions(_) | Command::Man) => Ok(()),
-    }
+    };
+    // A first load's repack cache is written in the background; the process waits for it
+    // rather than leave it half-written (it would only be written again next time).
+    crate::engine::model::weights::packed_cache::finish_writes();
+    done
 }
 
 /// `--remote URL` entries: `remote`, then `remote2`, ... (checked as config entries are).

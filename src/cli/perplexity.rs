@@ -2,7 +2,7 @@
 //! computes it, and KL divergence against a base file of llama.cpp's format. Progress and the
 //! running estimate go to stderr, the result to stdout.
 
-use super::{CacheTypeArg, ModelArgs, ThreadsArg};
+use super::{CacheTypeArg, ModelArgs, RepackCacheArg, ThreadsArg};
 use crate::config::Config;
 use crate::engine::generation::Generator;
 use crate::engine::gguf::GgufHeader;
@@ -36,6 +36,8 @@ pub struct PerplexityArgs {
     pub cache_type: CacheTypeArg,
     #[command(flatten)]
     pub threads: ThreadsArg,
+    #[command(flatten)]
+    pub repack_cache: RepackCacheArg,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -50,6 +52,7 @@ pub struct PerplexityArgs {
 
 pub(super) fn perplexity(args: PerplexityArgs, config: &Config) -> Result<()> {
     args.threads.apply(config)?;
+    args.repack_cache.apply(config);
     let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
     let text = read_text(&args.file)?;
     let header = GgufHeader::read(&model_path)?;

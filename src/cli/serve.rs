@@ -63,6 +63,7 @@ pub struct ServeArgs {
 
 pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
     args.run.threads.apply(config)?;
+    args.run.repack_cache.apply(config);
     let api_key = match &args.api_key_env {
         Some(name) => match std::env::var(name) {
             Ok(key) if !key.is_empty() => Some(key),

@@ -4,6 +4,7 @@
 //! `taper perplexity` all open models here.
 
 use super::gguf::GgufHeader;
+use super::model::weights::packed_cache;
 use super::model::{self, CacheOptions, LanguageModel, ModelConfig};
 use super::prompt::ModelText;
 use crate::protocol::{LoadRequest, ModelInfo};
@@ -23,6 +24,9 @@ pub struct OpenOptions {
     /// Build the tokenizer and chat template; false for a file without a vocabulary (a
     /// bench shape), which then has ids only.
     pub text: bool,
+    /// Where repacked matrices are kept between loads (`None`: repack at every load). By
+    /// default what the front end configured for the process.
+    pub repack_cache: Option<PathBuf>,
 }
 
 impl OpenOptions {
@@ -32,6 +36,7 @@ impl OpenOptions {
             tokenizer_json: None,
             chat_template: None,
             text: true,
+            repack_cache: packed_cache::configured_dir(),
         }
     }
 }
@@ -46,6 +51,7 @@ impl From<&LoadRequest> for OpenOptions {
             tokenizer_json: r.tokenizer_json.clone(),
             chat_template: r.chat_template.clone(),
             text: true,
+            repack_cache: packed_cache::configured_dir(),
         }
     }
 }
@@ -57,6 +63,8 @@ pub struct Loaded {
     pub text: Option<ModelText>,
     pub info: ModelInfo,
     pub notices: Vec<String>,
+    /// What the repack cache did for this load.
+    pub repack: packed_cache::Outcome,
 }
 
 impl Loaded {
@@ -76,7 +84,8 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Loaded> {
     let started = Instant::now();
     let header = GgufHeader::read(path)?;
     ModelConfig::from_header(&header).with_context(|| header.path.display().to_string())?;
-    let (text, model) = model::load_beside(&header, options.cache, || {
+    let repack_cache = options.repack_cache.as_deref();
+    let (text, model) = model::load_beside(&header, options.cache, repack_cache, || {
         options
             .text
             .then(|| {
@@ -88,11 +97,12 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Loaded> {
             })
             .transpose()
     });
-    let (text, model) = (text?, model?);
+    let (text, model::Cached { model, repack }) = (text?, model?);
     let notices = text
         .as_ref()
         .and_then(|t| t.template.notice())
         .into_iter()
+        .chain(repack.notice.clone())
         .collect();
     let mut info = model_info(&header, model.as_ref())?;
     info.load_s = secs(started.elapsed());
@@ -101,6 +111,7 @@ pub fn open(path: &Path, options: &OpenOptions) -> Result<Loaded> {
         text,
         info,
         notices,
+        repack,
     })
 }
 

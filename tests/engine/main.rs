@@ -1,5 +1,5 @@
 //! The engine on the real test models in one binary: answers, batching and its invariance,
-//! answer reuse, an answer continued and the cache following an edited branch, the KV
+//! answer reuse, the repack cache, an answer continued and the cache following an edited branch, the KV
 //! cache's formats, the kernel path's name, answers held to grammars; the reuse measurements
 //! (ignored, run by hand).
 
@@ -14,5 +14,6 @@ mod invariance;
 mod kernel_path;
 mod kv_cache_types;
 mod real;
+mod repack_cache;
 mod reuse_report;
 mod structured_output;

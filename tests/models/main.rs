@@ -1,5 +1,5 @@
-//! `taper models` in one binary: hub downloads against a local hub server, local models, and
-//! what `taper ask` takes in.
+//! `taper models` in one binary: hub downloads against a local hub server, local models, the
+//! repack cache, and what `taper ask` takes in.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -9,3 +9,4 @@ mod hub_server;
 mod ask_input;
 mod hub;
 mod local;
+mod repack_cache;

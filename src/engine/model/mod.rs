@@ -23,6 +23,7 @@ use anyhow::{Context, Result};
 pub use arch::{Arch, ModelConfig};
 pub use decoder::SlotStep;
 pub use kv_cache::{CacheType, KvCache};
+use std::path::Path;
 
 /// What the engine needs from a model implementation, so implementations can be swapped.
 pub trait LanguageModel: Send {
@@ -103,11 +104,12 @@ impl CacheOptions {
 pub fn load_beside<T: Send>(
     header: &GgufHeader,
     cache: CacheOptions,
+    repack_cache: Option<&Path>,
     beside: impl FnOnce() -> Result<T> + Send,
-) -> (Result<T>, Result<Box<dyn LanguageModel>>) {
+) -> (Result<T>, Result<Cached>) {
     std::thread::scope(|scope| {
         let side = scope.spawn(beside);
-        let model = load_with(header, cache);
+        let model = load_cached(header, cache, repack_cache);
         let side = side
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the tokenizer build panicked")));
@@ -124,14 +126,33 @@ pub fn load(header: &GgufHeader, requested_context: usize) -> Result<Box<dyn Lan
 /// Loads the weights of an already validated header. A KV cache the machine has no memory for
 /// is refused first, with the bytes it would need.
 pub fn load_with(header: &GgufHeader, cache: CacheOptions) -> Result<Box<dyn LanguageModel>> {
+    load_cached(header, cache, None).map(|loaded| loaded.model)
+}
+
+/// A model loaded with the repack cache, and what the cache did.
+pub struct Cached {
+    pub model: Box<dyn LanguageModel>,
+    pub repack: weights::packed_cache::Outcome,
+}
+
+/// [`load_with`], its repacked matrices read back from (and kept in) the repack cache in
+/// `repack_cache` when one is given.
+pub fn load_cached(
+    header: &GgufHeader,
+    cache: CacheOptions,
+    repack_cache: Option<&Path>,
+) -> Result<Cached> {
     let what = || format!("{}", header.path.display());
     let config = ModelConfig::from_header(header).with_context(what)?;
     let context = effective_context(cache.context, &config);
     check_cache_fits(&config, context, cache.cache_type).with_context(what)?;
-    let weights = weights::WeightFile::open(header)?;
+    let weights = weights::WeightFile::open_cached(header, repack_cache)?;
     let model =
         decoder::Decoder::load(config, &weights, context, cache.cache_type).with_context(what)?;
-    Ok(Box::new(model))
+    Ok(Cached {
+        model: Box::new(model),
+        repack: weights.finish(),
+    })
 }
 
 /// Bytes the KV cache of `context` positions takes when full.

@@ -25,7 +25,7 @@
 
 use super::mapped::{MappedBytes, WeightFile};
 use super::matmul::{quantized_matmul, Mat};
-use super::repack::{repacked, WeightBytes};
+use super::repack::{repacked, Cached, WeightBytes};
 use crate::engine::model::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use crate::engine::model::runtime::kernel_path::{self, Forced};
 use crate::engine::model::runtime::scratch::{PassScratch, Pooled};
@@ -73,8 +73,9 @@ impl WeightFile<'_> {
     pub fn linear(&self, name: &str, cols_in: usize, rows_out: usize) -> anyhow::Result<QLinear> {
         self.expect_dims(name, &[cols_in, rows_out])?;
         let info = self.info(name)?;
-        if let Some(linear) = QLinear::from_mapped(self.bytes(info)?, info.dtype, cols_in, rows_out)
-        {
+        let cached = self.packed_cache().map(|cache| (cache, name));
+        let bytes = self.bytes(info)?;
+        if let Some(linear) = QLinear::from_mapped(bytes, info.dtype, cols_in, rows_out, cached) {
             return Ok(linear);
         }
         Ok(QLinear::from_arc(self.qtensor(info)?)?)
@@ -88,7 +89,10 @@ impl QLinear {
         let native = match native_format(tensor.dtype(), in_dim) {
             Some(format) => {
                 let data = tensor.data()?;
-                match (repacked(&data, format, out_dim, |_| {}), format.spec().ggml) {
+                match (
+                    repacked(&data, format, out_dim, |_| {}, None),
+                    format.spec().ggml,
+                ) {
                     (Some(packed), _) => Some(packed?),
                     (None, Some(ggml)) => Some((WeightBytes::Owned(data.into_owned()), ggml)),
                     // Only a repacked layout has kernels, and this matrix was not repacked.
@@ -108,19 +112,21 @@ impl QLinear {
         })
     }
 
-    /// A layer computed by our kernels straight from the mapped `(out, in)` matrix, or `None`
+    /// A layer computed by our kernels straight from the mapped `(out, in)` matrix (or its
+    /// repacked copy, read back from the repack cache when `cached` names it there), or `None`
     /// when the format has no kernel of ours (or they are switched off).
-    pub fn from_mapped(
+    pub(super) fn from_mapped(
         bytes: MappedBytes,
         dtype: GgmlDType,
         in_dim: usize,
         out_dim: usize,
+        cached: Cached,
     ) -> Option<Self> {
         let format = native_format(dtype, in_dim)?;
         // A layer that cannot get memory for its repacked copy keeps reading the file.
         let hand_back = |part| bytes.release_part(part);
         let (weights, layout) =
-            match repacked(&bytes, format, out_dim, hand_back).and_then(|r| r.ok()) {
+            match repacked(&bytes, format, out_dim, hand_back, cached).and_then(|r| r.ok()) {
                 Some(packed) => {
                     bytes.release();
                     packed

@@ -9,6 +9,7 @@
 //! file pages handed back. Small tensors (norms, biases) and formats without kernels of ours
 //! are copied into candle tensors.
 
+use super::packed_cache::{Outcome, PackedCache};
 use crate::engine::gguf::{GgufHeader, TensorInfo};
 use anyhow::{anyhow, Context, Result};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
@@ -17,6 +18,7 @@ use memmap2::Mmap;
 use std::borrow::Cow;
 use std::fs::File;
 use std::ops::{Deref, Range};
+use std::path::Path;
 use std::sync::Arc;
 
 /// The bytes of one tensor inside the mapped file; cloning shares the map.
@@ -59,13 +61,32 @@ impl MappedBytes {
     }
 }
 
-/// The open file, mapped.
+/// The open file, mapped, and the repack cache its matrices may be read back from.
 pub struct WeightFile<'h> {
     header: &'h GgufHeader,
     map: Arc<Mmap>,
+    packed: Option<PackedCache>,
 }
 
 impl<'h> WeightFile<'h> {
+    /// The file, its repacked matrices read back from (and kept in) the repack cache in
+    /// `cache_dir`, when one is given.
+    pub fn open_cached(header: &'h GgufHeader, cache_dir: Option<&Path>) -> Result<Self> {
+        let mut file = Self::open(header)?;
+        file.packed = cache_dir.and_then(|dir| PackedCache::open(dir, header));
+        Ok(file)
+    }
+
+    /// The repack cache of this load, if any.
+    pub(super) fn packed_cache(&self) -> Option<&PackedCache> {
+        self.packed.as_ref()
+    }
+
+    /// Ends the load: the repack cache writes what it did not hold, and says what it did.
+    pub fn finish(self) -> Outcome {
+        self.packed.map(PackedCache::finish).unwrap_or_default()
+    }
+
     pub fn open(header: &'h GgufHeader) -> Result<Self> {
         let file = File::open(&header.path)
             .with_context(|| format!("{}: cannot open", header.path.display()))?;
@@ -81,6 +102,7 @@ impl<'h> WeightFile<'h> {
         Ok(Self {
             header,
             map: Arc::new(map),
+            packed: None,
         })
     }
 

@@ -2,11 +2,14 @@
 //! anonymous memory of their own, and where a layer's blocks live (the map, that memory, or a
 //! copy of our own).
 
+use super::anon::anon_pages;
 use super::mapped::MappedBytes;
+use super::packed_cache::PackedCache;
 use crate::engine::model::kernels::{Format, Layout};
 use crate::engine::model::runtime::kernel_path;
 use candle_core::Result;
-use memmap2::{Mmap, MmapMut};
+use memmap2::Mmap;
+use std::sync::Arc;
 
 /// Where a native layer's blocks live.
 pub(super) enum WeightBytes {
@@ -14,8 +17,9 @@ pub(super) enum WeightBytes {
     Mapped(MappedBytes),
     /// In memory of our own (layers built from a `QTensor`, as tests do).
     Owned(Vec<u8>),
-    /// Repacked into an anonymous map (its first `usize` bytes).
-    Anon(Mmap, usize),
+    /// Repacked into an anonymous map (its first `usize` bytes), shared with the repack
+    /// cache's writer while it writes.
+    Anon(Arc<Mmap>, usize),
 }
 
 impl WeightBytes {
@@ -32,14 +36,19 @@ impl WeightBytes {
 /// 178 MB output head) is then never resident twice over while it is copied.
 const REPACK_SLICE_ROWS: usize = 4096;
 
+/// A matrix's name in the model file and the load's repack cache, for [`repacked`].
+pub(super) type Cached<'a> = Option<(&'a PackedCache, &'a str)>;
+
 /// `w` (`rows` rows of `format`) in the layout the kernels in use want, when that is not
-/// ggml's (`Isa::packed_layout`). `done(bytes)` is told each range of `w` that has been
-/// copied.
+/// ggml's (`Isa::packed_layout`): read back from the repack cache when it holds it, else
+/// repacked (and given to the cache to keep). `done(bytes)` is told each range of `w` that
+/// has been copied.
 pub(super) fn repacked(
     w: &[u8],
     format: Format,
     rows: usize,
     done: impl Fn(std::ops::Range<usize>),
+    cached: Cached,
 ) -> Option<Result<(WeightBytes, Layout)>> {
     if rows == 0 || !w.len().is_multiple_of(rows) {
         return None;
@@ -51,12 +60,10 @@ pub(super) fn repacked(
     // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
     let group_bytes = blocks * packed_layout.block_bytes() * group;
     let len = rows.div_ceil(group) * group_bytes;
-    // Fresh anonymous memory (zeros, as the padding rows must be), in 2 MiB pages where the
-    // kernel allows: a 4.5 GB model then takes a few thousand page faults instead of a
-    // million, and decode's streaming reads miss the TLB less.
-    let packed = MmapMut::map_anon(len.max(1)).and_then(|mut map| {
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
+    if let Some(map) = cached.and_then(|(cache, name)| cache.fetch(name, packed_layout, len)) {
+        return Some(Ok((WeightBytes::Anon(map, len), packed_layout)));
+    }
+    let packed = anon_pages(len).and_then(|mut map| {
         for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
             let end = (first + REPACK_SLICE_ROWS).min(rows);
             let src = first * row_bytes..end * row_bytes;
@@ -68,7 +75,13 @@ pub(super) fn repacked(
     });
     Some(
         packed
-            .map(|map| (WeightBytes::Anon(map, len), packed_layout))
+            .map(|map| {
+                let map = Arc::new(map);
+                if let Some((cache, name)) = cached {
+                    cache.record(name, packed_layout, map.clone(), len, true);
+                }
+                (WeightBytes::Anon(map, len), packed_layout)
+            })
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )
 }

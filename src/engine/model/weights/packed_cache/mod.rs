@@ -1,0 +1,168 @@
+//! The repack cache: a model's repacked matrices kept on disk after its first load, so that
+//! later loads read them back (at the page cache's speed) instead of repacking every matrix.
+//!
+//! One file per model file and kernel path ([`key`]), in taper's cache directory. A file is
+//! read only when it is for the model file as it is now and for this version of the layouts,
+//! and each matrix only when its bytes hash to what was written with them; anything else is
+//! repacked and the file written again ([`write`], in the background and atomically). So a
+//! truncated, stale, foreign or damaged file costs one ordinary load, never a wrong weight.
+//! A directory that cannot be written costs a notice and a repack at each load.
+
+mod format;
+mod key;
+mod read;
+pub mod store;
+mod write;
+
+use crate::engine::gguf::GgufHeader;
+use crate::engine::model::kernels::Layout;
+use memmap2::Mmap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+pub use key::LAYOUT_VERSION;
+
+/// The cache files' extension.
+const EXTENSION: &str = "repacked";
+
+/// The cache directory of this process's loads, set once by a front end from its flags and
+/// config ([`configure`]); none (the library's default, and every test's unless it says) means
+/// every load repacks.
+static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
+
+/// Sets where this process's loads keep repacked matrices (`None`: nowhere).
+pub fn configure(dir: Option<PathBuf>) {
+    if let Ok(mut d) = DIR.write() {
+        *d = dir;
+    }
+}
+
+/// The directory [`configure`] set.
+pub fn configured_dir() -> Option<PathBuf> {
+    DIR.read().ok().and_then(|d| d.clone())
+}
+
+/// Waits for the cache files this process is writing (call before exiting).
+pub fn finish_writes() {
+    write::finish();
+}
+
+/// One load's view of its cache file: the matrices it may read back, and the ones it
+/// repacked, to be written once the load is done.
+pub struct PackedCache {
+    dir: PathBuf,
+    path: PathBuf,
+    key: key::Key,
+    /// The file and its index, when there is a valid one for this key.
+    found: Option<(File, format::Index)>,
+    state: Mutex<Recorded>,
+}
+
+#[derive(Default)]
+struct Recorded {
+    matrices: Vec<write::Matrix>,
+    /// Matrices repacked rather than read back: unless none, the file is (re)written.
+    repacked: usize,
+}
+
+/// What a load's repack cache did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Matrices read back from the cache file.
+    pub read_back: usize,
+    /// Matrices repacked (not in the file, or not as written).
+    pub repacked: usize,
+    /// Why the cache could not be written, for the user.
+    pub notice: Option<String>,
+}
+
+impl PackedCache {
+    /// The cache of `header`'s model in `dir`. `None` when the model file cannot be
+    /// identified (it then loads as without a cache).
+    pub fn open(dir: &Path, header: &GgufHeader) -> Option<Self> {
+        let key = key::Key::of(&header.path).ok()?;
+        let path = dir.join(key.file_name());
+        let found = File::open(&path)
+            .ok()
+            .and_then(|file| format::read_index(&file, &key).map(|index| (file, index)));
+        Some(Self {
+            dir: dir.to_path_buf(),
+            path,
+            key,
+            found,
+            state: Mutex::default(),
+        })
+    }
+
+    /// The matrix `name`, repacked into `layout` (`len` bytes), read back from the file; `None`
+    /// when the file does not hold it as asked, or holds other bytes than it wrote.
+    pub(in crate::engine::model::weights) fn fetch(
+        &self,
+        name: &str,
+        layout: Layout,
+        len: usize,
+    ) -> Option<Arc<Mmap>> {
+        let (file, index) = self.found.as_ref()?;
+        let tag = layout_tag(layout);
+        let entry = index
+            .entries
+            .iter()
+            .find(|e| e.name == name && e.layout == tag && e.len == len as u64)?;
+        let map = Arc::new(read::matrix(file, entry)?);
+        self.record(name, layout, map.clone(), len, false);
+        Some(map)
+    }
+
+    /// A matrix this load holds, repacked now (`repacked`) or read back, for the file.
+    pub(in crate::engine::model::weights) fn record(
+        &self,
+        name: &str,
+        layout: Layout,
+        map: Arc<Mmap>,
+        len: usize,
+        repacked: bool,
+    ) {
+        if let Ok(mut state) = self.state.lock() {
+            state.repacked += usize::from(repacked);
+            state.matrices.push(write::Matrix {
+                name: name.to_string(),
+                layout: layout_tag(layout),
+                map,
+                len,
+            });
+        }
+    }
+
+    /// Ends the load: when anything was repacked, the file is written in the background.
+    pub fn finish(self) -> Outcome {
+        let state = self.state.into_inner().unwrap_or_default();
+        let mut outcome = Outcome {
+            read_back: state.matrices.len() - state.repacked,
+            repacked: state.repacked,
+            notice: None,
+        };
+        if state.repacked == 0 {
+            return outcome;
+        }
+        match write::temp_in(&self.dir) {
+            Ok(temp) => write::spawn(self.path, temp, self.key, state.matrices),
+            Err(e) => {
+                outcome.notice = Some(format!(
+                    "the repack cache in {} cannot be written ({e}): this model is repacked \
+                     at every load. `repack_cache = false` in the config turns the cache off.",
+                    self.dir.display()
+                ))
+            }
+        }
+        outcome
+    }
+}
+
+/// A layout as the file names it.
+fn layout_tag(layout: Layout) -> String {
+    format!("{layout:?}")
+}
+
+#[cfg(test)]
+mod tests;

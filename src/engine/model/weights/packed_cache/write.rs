@@ -1,0 +1,150 @@
+//! Writing a cache file: in the background, once a load is done, so a first load is not
+//! slowed by the disk. The file is written under a temporary name in the same directory and
+//! renamed into place when whole: a reader sees the old file or the new one, never part of
+//! one, and two processes writing at once each rename a whole file.
+
+use super::format::{self, Entry, Index, ALIGN};
+use super::key::Key;
+use memmap2::Mmap;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+use tempfile::NamedTempFile;
+
+/// A repacked matrix to write: shared with the model that uses it, so writing costs no copy.
+pub struct Matrix {
+    pub name: String,
+    pub layout: String,
+    pub map: Arc<Mmap>,
+    pub len: usize,
+}
+
+/// The writes under way in this process, by the file they write.
+static WRITES: Mutex<Vec<(PathBuf, JoinHandle<()>)>> = Mutex::new(Vec::new());
+
+/// A temporary file left by a process that died while writing (its rename never came) is
+/// removed by a later write once it is this old; a write under way is never this slow.
+const ABANDONED_AFTER: Duration = Duration::from_secs(3600);
+
+/// The prefix of every temporary file (see [`super::store`], which never lists them).
+pub const TEMP_PREFIX: &str = ".writing-";
+
+/// A temporary file in `dir` to write the cache into, made now so that a directory that
+/// cannot be written is known while the load can still say so.
+pub fn temp_in(dir: &Path) -> std::io::Result<NamedTempFile> {
+    std::fs::create_dir_all(dir)?;
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
+}
+
+/// Writes `matrices` for `key` to `path` on a thread of its own (unless this process is
+/// already writing that file), through `temp`.
+pub fn spawn(path: PathBuf, temp: NamedTempFile, key: Key, matrices: Vec<Matrix>) {
+    let Ok(mut writes) = WRITES.lock() else {
+        return;
+    };
+    writes.retain(|(_, handle)| !handle.is_finished());
+    if writes.iter().any(|(p, _)| *p == path) {
+        return;
+    }
+    let target = path.clone();
+    let spawned = std::thread::Builder::new()
+        .name("repack-cache".into())
+        .spawn(move || {
+            lower_priority();
+            if let Some(dir) = target.parent() {
+                remove_abandoned(dir);
+            }
+            // A failed write leaves no file: the temporary one is removed when dropped, and
+            // the next load repacks and tries again.
+            let _ = write(temp, &key, &matrices)
+                .and_then(|temp| temp.persist(&target).map(|_| ()).map_err(|e| e.error));
+        });
+    if let Ok(handle) = spawned {
+        writes.push((path, handle));
+    }
+}
+
+/// Waits for this process's writes to finish (before it exits, and before `taper bench`
+/// measures loads that should find the cache).
+pub fn finish() {
+    let writes = match WRITES.lock() {
+        Ok(mut writes) => std::mem::take(&mut *writes),
+        Err(_) => return,
+    };
+    for (_, handle) in writes {
+        let _ = handle.join();
+    }
+}
+
+fn write(
+    mut temp: NamedTempFile,
+    key: &Key,
+    matrices: &[Matrix],
+) -> std::io::Result<NamedTempFile> {
+    // The index holds every offset, and the offsets depend on the index's length: lay the
+    // matrices out after an index written with the widest placeholder offsets, so the real
+    // index (no longer) fits before the first matrix.
+    let mut entries: Vec<Entry> = matrices
+        .iter()
+        .map(|m| Entry {
+            name: m.name.clone(),
+            layout: m.layout.clone(),
+            offset: u64::MAX,
+            len: m.len as u64,
+            hash: format::hash(&m.map[..m.len]),
+        })
+        .collect();
+    let draft = Index {
+        key: key.clone(),
+        chunk: format::CHUNK,
+        entries: entries.clone(),
+    };
+    let mut at = format::data_start(format::encode(&draft)?.len());
+    for entry in &mut entries {
+        entry.offset = at;
+        at = (at + entry.len).next_multiple_of(ALIGN);
+    }
+    let index = Index { entries, ..draft };
+    let head = format::encode(&index)?;
+    let file = temp.as_file_mut();
+    file.write_all(&head)?;
+    for (entry, m) in index.entries.iter().zip(matrices) {
+        file.seek(SeekFrom::Start(entry.offset))?;
+        file.write_all(&m.map[..m.len])?;
+    }
+    file.flush()?;
+    Ok(temp)
+}
+
+/// Temporary files of writers that died (killed, the machine stopped) before renaming.
+fn remove_abandoned(dir: &Path) {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in listing.flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() > ABANDONED_AFTER);
+        if abandoned {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The writer runs beside the first answer: it should take what the compute threads leave.
+fn lower_priority() {
+    // SAFETY: setpriority on the calling thread (Linux gives each thread its own nice value);
+    // a failure leaves the priority as it was.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
