@@ -24,6 +24,10 @@ pub struct Config {
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
     pub models_dir: Option<PathBuf>,
+    /// Models the chat keeps loaded at most (the one in use included), so that switching back
+    /// to one costs no load (default [`DEFAULT_KEEP_LOADED`]; 1 releases each model when
+    /// another is picked).
+    pub keep_loaded: Option<usize>,
     /// Keep each model's repacked matrices in the cache directory, so later loads read them
     /// back instead of repacking (default true).
     pub repack_cache: Option<bool>,
@@ -130,6 +134,7 @@ pub struct UserModel {
 
 pub const DEFAULT_CONTEXT_SIZE: usize = 4096;
 pub const DEFAULT_MAX_TOKENS: usize = 1024;
+pub const DEFAULT_KEEP_LOADED: usize = 3;
 
 impl Config {
     /// Every remote the config names, resolved.
@@ -236,6 +241,10 @@ impl Config {
 
     pub fn context_size(&self) -> usize {
         self.context_size.unwrap_or(DEFAULT_CONTEXT_SIZE)
+    }
+
+    pub fn keep_loaded(&self) -> usize {
+        self.keep_loaded.unwrap_or(DEFAULT_KEEP_LOADED).max(1)
     }
 
     /// Where loads keep repacked matrices, unless the config turns the cache off.

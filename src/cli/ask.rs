@@ -251,6 +251,8 @@ fn load_command(args: &AskArgs, config: &Config) -> Result<EngineCommand> {
         context_size: args.run.context_size(config),
         cache_type: args.run.cache_type.resolve(config),
         chat_template: user_model.and_then(|m| m.chat_template),
+        // One question, one model.
+        keep_loaded: 1,
     }))
 }
 

@@ -131,6 +131,7 @@ fn initial_state(args: &ChatArgs, config: &Config) -> State {
     let models_dir = crate::models::models_dir(config);
     let mut state = State::new(settings, context_size, models_dir, Instant::now());
     state.cache_type = args.run.cache_type.resolve(config);
+    state.keep_loaded = config.keep_loaded();
     state.tools.max_rounds = config.mcp.max_rounds();
     state
 }

@@ -138,5 +138,7 @@ fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInf
         kernels: model::kernel_path::name(),
         remote: None,
         tokens: Default::default(),
+        kept_loaded: false,
+        resident: Vec::new(),
     })
 }

@@ -36,6 +36,10 @@ pub struct ModelInfo {
     /// Counts a text's tokens with the model's own tokenizer (a local model's; a remote
     /// keeps its tokenizer to itself).
     pub tokens: TokenCounter,
+    /// This model was kept loaded since it was last used: `load_s` is the switch's time.
+    pub kept_loaded: bool,
+    /// The other models kept loaded beside this one, most recently used first.
+    pub resident: Vec<PathBuf>,
 }
 
 /// A text's length in a model's tokens, for a client that wants to know before it sends

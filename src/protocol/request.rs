@@ -6,7 +6,8 @@ use super::tools::ToolSet;
 use crate::chat::Message;
 use std::path::PathBuf;
 
-/// Load a model, replacing (and first releasing) any loaded one.
+/// Load a model in place of the one in use, which is kept loaded (up to `keep_loaded` models,
+/// memory permitting) or released first.
 #[derive(Debug, Clone)]
 pub struct LoadRequest {
     pub model_path: PathBuf,
@@ -18,6 +19,22 @@ pub struct LoadRequest {
     pub cache_type: CacheType,
     /// A chat template to use instead of the file's.
     pub chat_template: Option<String>,
+    /// Models kept loaded at most, this one included (1: the one in use is released before
+    /// this one is read). The least recently used leaves first, and any leave when the
+    /// machine's available memory would not hold this one.
+    pub keep_loaded: usize,
+}
+
+impl LoadRequest {
+    /// Whether `other` asks for the same model, loaded the same way (a model kept loaded
+    /// serves either).
+    pub fn same_model(&self, other: &LoadRequest) -> bool {
+        self.model_path == other.model_path
+            && self.tokenizer_json == other.tokenizer_json
+            && self.context_size == other.context_size
+            && self.cache_type == other.cache_type
+            && self.chat_template == other.chat_template
+    }
 }
 
 /// What the model reads before it answers.

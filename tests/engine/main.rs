@@ -15,5 +15,6 @@ mod kernel_path;
 mod kv_cache_types;
 mod real;
 mod repack_cache;
+mod resident;
 mod reuse_report;
 mod structured_output;

@@ -26,6 +26,7 @@ pub(crate) fn engine_with(file: &str, context_size: usize) -> EngineHandle {
             context_size,
             cache_type: Default::default(),
             chat_template: None,
+            keep_loaded: 1,
         }))
         .unwrap();
     match engine.recv_blocking() {
@@ -34,7 +35,7 @@ pub(crate) fn engine_with(file: &str, context_size: usize) -> EngineHandle {
     }
 }
 
-fn turn(
+pub(crate) fn turn(
     engine: &mut EngineHandle,
     turn_id: u64,
     messages: &[Message],

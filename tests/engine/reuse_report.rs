@@ -102,6 +102,7 @@ fn conversation(file: &str) {
             context_size: 8192,
             cache_type: Default::default(),
             chat_template: None,
+            keep_loaded: 1,
         }))
         .unwrap();
     assert!(matches!(

@@ -57,7 +57,11 @@ fn a_load_fills_the_cache_and_prune_empties_it() {
         assert_eq!(cache_files(home.path()), 0);
         return;
     }
-    assert_eq!(cache_files(home.path()), 1, "written before the process ended");
+    assert_eq!(
+        cache_files(home.path()),
+        1,
+        "written before the process ended"
+    );
     let listed = stdout(&taper(home.path(), &["models", "cache"]));
     assert!(
         listed.contains("SmolLM2-135M-Instruct.Q4_1.") && listed.contains(" MB  "),
@@ -82,5 +86,8 @@ fn the_flag_and_the_config_turn_the_cache_off() {
     ask(home.path(), &[]);
     assert_eq!(cache_files(home.path()), 0, "repack_cache = false");
     let off = stdout(&taper(home.path(), &["models", "cache"]));
-    assert!(off.contains("Repack cache: off (repack_cache = false"), "{off}");
+    assert!(
+        off.contains("Repack cache: off (repack_cache = false"),
+        "{off}"
+    );
 }

@@ -205,6 +205,7 @@ fn a_conversation_moves_local_remote_local_with_its_history() {
         context_size: 2048,
         cache_type: Default::default(),
         chat_template: None,
+        keep_loaded: 1,
     };
     engine.send(EngineCommand::Load(local.clone())).unwrap();
     loaded(&mut engine);

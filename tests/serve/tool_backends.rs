@@ -104,6 +104,7 @@ fn a_local_model_and_a_remote_one_call_the_same_tools_the_same_way() {
             context_size: 1024,
             cache_type: Default::default(),
             chat_template: None,
+            keep_loaded: 1,
         }))
         .unwrap();
     ready(&mut engine);

@@ -25,6 +25,7 @@ mod keymap;
 mod long_session;
 mod markdown;
 mod remote;
+mod resident;
 mod session_filter;
 mod sessions;
 mod snapshots;

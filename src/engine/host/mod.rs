@@ -6,13 +6,15 @@
 //! their own ([`Submitter`]). So prefix reuse, answer-id reuse, cancellation, stop strings and
 //! failure handling are written once, here (see docs/design.md, "The engine host").
 //!
-//! - [`run`]: the thread's loop over commands and its backend.
+//! - [`run`]: the thread's loop over commands and its backend; [`resident`]: the models kept
+//!   loaded beside it.
 //! - [`scheduler`] / [`slot`]: a local model's slots and the batched pass over them;
 //!   [`job`]: one request inside the host; [`stops`]: stop strings over streamed text.
 //! - [`remote`]: a remote model as a backend.
 
 mod job;
 mod remote;
+mod resident;
 mod run;
 mod scheduler;
 mod slot;

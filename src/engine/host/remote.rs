@@ -55,6 +55,8 @@ pub(super) fn connect(target: RemoteTarget) -> Result<(Connected, ModelInfo)> {
         kernels: "remote",
         remote: Some(remote.base_url.clone()),
         tokens: Default::default(),
+        kept_loaded: false,
+        resident: Vec::new(),
     };
     Ok((
         Connected {

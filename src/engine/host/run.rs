@@ -1,20 +1,24 @@
 //! The host thread's loop: one backend at a time (nothing, a local model with its slots, or a
-//! remote model), commands taken in order, every failure (panics included) turned into a
-//! `Failed` event: the host never panics across the boundary.
+//! remote model), and the local models kept loaded beside it ([`super::resident`]), commands
+//! taken in order, every failure (panics included) turned into a `Failed` event: the host
+//! never panics across the boundary.
 
 use super::job::Job;
-use super::scheduler::Scheduler;
+use super::resident::{Resident, Residents};
+use super::scheduler::{SavedSlot, Scheduler};
 use super::{remote, HostCommand, Status};
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::loader::{self, Loaded, OpenOptions};
 use crate::engine::model::LanguageModel;
 use crate::engine::prompt::ModelText;
-use crate::protocol::{EngineEvent, LoadRequest, StopReason, TurnObserver, Usage};
+use crate::protocol::{EngineEvent, LoadRequest, ModelInfo, StopReason, TurnObserver, Usage};
+use crate::stats::secs;
 use anyhow::Result;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// A local model as the host runs it: its weights, its tokenizer and template, and the ids of
@@ -38,9 +42,21 @@ impl LocalModel {
 
 enum Backend {
     Empty,
-    Local(LocalModel),
+    Local(InUse),
     Remote(remote::Connected),
 }
+
+/// The local model in use, with its slots when it was kept loaded (fresh ones otherwise), and
+/// what keeping it loaded after another is picked takes: the request that loaded it and what
+/// the client was told (a server's model, loaded before the host started, has none).
+struct InUse {
+    local: LocalModel,
+    slots: Option<Vec<SavedSlot>>,
+    loaded_by: Option<Box<LoadedBy>>,
+}
+
+/// The request that loaded a model and what the client was told of it.
+type LoadedBy = (LoadRequest, ModelInfo, Vec<String>);
 
 pub(super) struct Host {
     /// The owning client's events (loads, and its own turns).
@@ -49,6 +65,7 @@ pub(super) struct Host {
     slots: usize,
     /// Told once whether the host started well (a server's slots may not fit).
     ready: Option<Sender<Result<()>>>,
+    residents: Residents,
 }
 
 impl Host {
@@ -63,30 +80,41 @@ impl Host {
             status,
             slots,
             ready: Some(ready),
+            residents: Residents::default(),
         }
     }
 
     pub fn run(mut self, start: Option<LocalModel>, commands: Receiver<HostCommand>) {
-        let mut backend = start.map_or(Backend::Empty, Backend::Local);
+        let mut backend = start.map_or(Backend::Empty, |local| {
+            Backend::Local(InUse {
+                local,
+                slots: None,
+                loaded_by: None,
+            })
+        });
         loop {
-            let command = match std::mem::replace(&mut backend, Backend::Empty) {
-                Backend::Local(local) => self.run_local(local, &commands),
+            let (command, left) = match std::mem::replace(&mut backend, Backend::Empty) {
+                Backend::Local(in_use) => self.run_local(in_use, &commands),
                 other => {
                     backend = other;
                     self.started(Ok(()));
-                    commands.recv().ok()
+                    (commands.recv().ok(), None)
                 }
             };
             match command {
                 None | Some(HostCommand::Shutdown) => return,
-                Some(HostCommand::Unload) => backend = Backend::Empty,
+                Some(HostCommand::Unload) => {
+                    self.residents.clear();
+                    backend = Backend::Empty;
+                }
                 Some(HostCommand::Load(request)) => {
-                    // The old model goes before the new one is read, so two never share
-                    // memory (a local one is gone already: `run_local` returned).
+                    // The model left is kept loaded; `load` decides what still fits.
+                    self.residents.keep_some(left);
                     release(&mut backend);
                     backend = self.guarded(|host| host.load(&request));
                 }
                 Some(HostCommand::Connect(target)) => {
+                    self.residents.keep_some(left);
                     release(&mut backend);
                     backend = self.guarded(|host| host.connect(target));
                 }
@@ -95,25 +123,28 @@ impl Host {
         }
     }
 
-    /// A local model's time: its slots serve requests until another command comes.
+    /// A local model's time: its slots serve requests until another command comes, which is
+    /// returned with the model as it is left, to be kept loaded (when a request loaded it).
     fn run_local(
         &mut self,
-        local: LocalModel,
+        in_use: InUse,
         commands: &Receiver<HostCommand>,
-    ) -> Option<HostCommand> {
+    ) -> (Option<HostCommand>, Option<Resident>) {
         let status = self.status.clone();
-        let made = Scheduler::new(
-            local.model,
-            &local.text,
-            &local.answers,
-            self.slots,
-            &status,
-        );
+        let LocalModel {
+            model,
+            text,
+            answers,
+        } = in_use.local;
+        let made = match in_use.slots {
+            Some(slots) => Ok(Scheduler::resume(model, &text, &answers, slots, &status)),
+            None => Scheduler::new(model, &text, &answers, self.slots, &status),
+        };
         let mut scheduler = match made {
             Ok(s) => s,
             Err(e) => {
                 self.started(Err(e));
-                return commands.recv().ok();
+                return (commands.recv().ok(), None);
             }
         };
         self.started(Ok(()));
@@ -123,7 +154,22 @@ impl Host {
             Some(HostCommand::Unload) => "the model was unloaded",
             _ => "the engine is shutting down",
         });
-        next
+        let (model, slots) = scheduler.into_parts();
+        let left = in_use.loaded_by.map(|loaded_by| {
+            let (request, info, notices) = *loaded_by;
+            Resident {
+                request,
+                local: LocalModel {
+                    model,
+                    text,
+                    answers,
+                },
+                slots,
+                info,
+                notices,
+            }
+        });
+        (next, left)
     }
 
     /// Runs a load or connect; a failure, panics included, is a `Failed` event and leaves no
@@ -142,6 +188,24 @@ impl Host {
     }
 
     fn load(&mut self, request: &LoadRequest) -> Result<Backend> {
+        let started = Instant::now();
+        if let Some(kept) = self.residents.take(request) {
+            // A switch back: no load, and each slot's cache as it was left.
+            let info = ModelInfo {
+                load_s: secs(started.elapsed()),
+                kept_loaded: true,
+                resident: self.residents.paths(),
+                ..kept.info.clone()
+            };
+            let notices = kept.notices.clone();
+            let _ = self.control.send(EngineEvent::Loaded { info, notices });
+            return Ok(Backend::Local(InUse {
+                local: kept.local,
+                slots: Some(kept.slots),
+                loaded_by: Some(Box::new((kept.request, kept.info, kept.notices))),
+            }));
+        }
+        self.residents.make_room(request);
         let loaded = loader::open(&request.model_path, &OpenOptions::from(request))?;
         let (mut info, notices) = (loaded.info.clone(), loaded.notices.clone());
         let local = LocalModel::new(loaded)?;
@@ -150,12 +214,21 @@ impl Host {
         info.tokens = crate::protocol::TokenCounter::new(move |t| {
             text.tokenizer.encode(t).map_or(t.len(), |ids| ids.len())
         });
-        let _ = self.control.send(EngineEvent::Loaded { info, notices });
-        Ok(Backend::Local(local))
+        info.resident = self.residents.paths();
+        let _ = self.control.send(EngineEvent::Loaded {
+            info: info.clone(),
+            notices: notices.clone(),
+        });
+        Ok(Backend::Local(InUse {
+            local,
+            slots: None,
+            loaded_by: Some(Box::new((request.clone(), info, notices))),
+        }))
     }
 
     fn connect(&mut self, target: crate::remote::RemoteTarget) -> Result<Backend> {
-        let (connected, info) = remote::connect(target)?;
+        let (connected, mut info) = remote::connect(target)?;
+        info.resident = self.residents.paths();
         let _ = self.control.send(EngineEvent::Loaded {
             info,
             notices: Vec::new(),

@@ -12,7 +12,8 @@ use crate::chat::Role;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::context_fit::Window;
 use crate::engine::generation::{Step, PREFILL_CHUNK};
-use crate::engine::model::{self, LanguageModel, SlotStep};
+use crate::engine::model::{self, KvCache, LanguageModel, SlotStep};
+use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
 use crate::protocol::{Prompt, StopReason, Usage};
 use crate::stats::human_bytes;
@@ -54,17 +55,36 @@ impl<'t> Scheduler<'t> {
     ) -> Result<Self> {
         check_slots_fit(model.as_ref(), slots)?;
         let slots = (0..slots.max(1))
-            .map(|_| model.new_cache().map(Slot::new))
+            .map(|_| model.new_cache().map(SavedSlot::new))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
+        Ok(Self::resume(model, text, answers, slots, status))
+    }
+
+    /// A model's scheduler again, its slots as [`Scheduler::into_parts`] left them (a switch
+    /// back to a model kept loaded): each conversation's cached tokens are still there.
+    pub fn resume(
+        model: Box<dyn LanguageModel>,
+        text: &'t ModelText,
+        answers: &'t Mutex<AnswerIds>,
+        slots: Vec<SavedSlot>,
+        status: &'t Status,
+    ) -> Self {
+        let clock = slots.iter().map(|s| s.last_used).max().unwrap_or(0);
+        Self {
             model,
             text,
             answers,
-            slots,
+            slots: slots.into_iter().map(SavedSlot::into_slot).collect(),
             waiting: VecDeque::new(),
             status,
-            clock: 0,
-        })
+            clock,
+        }
+    }
+
+    /// The model and its slots, once [`Scheduler::close`] has ended every request.
+    pub fn into_parts(self) -> (Box<dyn LanguageModel>, Vec<SavedSlot>) {
+        let slots = self.slots.into_iter().map(SavedSlot::from_slot).collect();
+        (self.model, slots)
     }
 
     /// Serves requests until a command that is not one arrives (a load, a connect, an unload,
@@ -390,15 +410,16 @@ impl<'t> Scheduler<'t> {
         }
     }
 
-    /// Slot `i`'s request hears why it failed, and the slot starts afresh (its cache may hold
-    /// positions its record does not).
+    /// Slot `i`'s request, if any, hears why it failed, and the slot starts afresh (its cache
+    /// may hold positions its record does not). An idle slot keeps its cache: it took no part
+    /// in what failed, and a model kept loaded finds its conversations there.
     fn fail_slot(&mut self, i: usize, message: &str) {
         let slot = &mut self.slots[i];
         if let Some(active) = slot.active.take() {
             self.status.busy.fetch_sub(1, Ordering::SeqCst);
             active.job.fail(message);
+            slot.reset();
         }
-        slot.reset();
     }
 }
 
@@ -421,6 +442,45 @@ fn check_slots_fit(model: &dyn LanguageModel, slots: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A slot while its model is not in use: its cache, the tokens the cache holds and the window
+/// of its last conversation (no request: a closed scheduler has none).
+pub struct SavedSlot {
+    cache: KvCache,
+    prefix: PrefixCache,
+    window: Window,
+    last_used: u64,
+}
+
+impl SavedSlot {
+    fn new(cache: KvCache) -> Self {
+        Self {
+            cache,
+            prefix: PrefixCache::default(),
+            window: Window::default(),
+            last_used: 0,
+        }
+    }
+
+    fn from_slot(slot: Slot) -> Self {
+        Self {
+            cache: slot.cache,
+            prefix: slot.prefix,
+            window: slot.window,
+            last_used: slot.last_used,
+        }
+    }
+
+    fn into_slot<'t>(self) -> Slot<'t> {
+        Slot {
+            cache: self.cache,
+            prefix: self.prefix,
+            window: self.window,
+            active: None,
+            last_used: self.last_used,
+        }
+    }
 }
 
 /// The free slot whose cached tokens share the longest prefix with `prompt`; among equal
@@ -450,7 +510,8 @@ mod tests {
     use crate::protocol::CacheType;
 
     fn slot(tokens: &[u32], last_used: u64) -> Slot<'static> {
-        let mut s = Slot::new(KvCache::uniform(1, 1, 32, 8, CacheType::F32).unwrap());
+        let mut s =
+            SavedSlot::new(KvCache::uniform(1, 1, 32, 8, CacheType::F32).unwrap()).into_slot();
         s.prefix.extend(tokens);
         s.last_used = last_used;
         s

@@ -76,16 +76,6 @@ pub struct Active<'t> {
 }
 
 impl<'t> Slot<'t> {
-    pub fn new(cache: KvCache) -> Self {
-        Self {
-            cache,
-            prefix: PrefixCache::default(),
-            window: Window::default(),
-            active: None,
-            last_used: 0,
-        }
-    }
-
     /// Takes `job` with its prompt's ids: keeps the cached prefix they share and queues the
     /// rest. `usage` holds what the prompt's making knew (messages left out); `tool_format`
     /// is the model's tool-call syntax.

@@ -132,6 +132,8 @@ pub struct State {
     pub context_size: usize,
     /// The KV cache's number format models are loaded with.
     pub cache_type: crate::protocol::CacheType,
+    /// Models kept loaded at most, so that switching back to one costs no load.
+    pub keep_loaded: usize,
     /// False once the engine thread has gone; nothing more can be generated.
     pub engine_alive: bool,
     pub quit: bool,
@@ -175,6 +177,7 @@ impl State {
             status: None,
             context_size,
             cache_type: Default::default(),
+            keep_loaded: crate::config::DEFAULT_KEEP_LOADED,
             engine_alive: true,
             quit: false,
             last_turn_id: 0,

@@ -61,6 +61,7 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     filter_line(frame, filter_area, &p.filter);
     let visible = p.visible();
     let loaded = state.model.loaded.as_ref().map(|i| &i.path);
+    let kept: &[std::path::PathBuf] = state.model.loaded.as_ref().map_or(&[], |i| &i.resident);
     let mut lines = Vec::new();
     if visible.is_empty() {
         let text = if p.scanning {
@@ -87,13 +88,19 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
     let first = p.selected.saturating_sub(height.saturating_sub(1));
     let name_width = (list_area.width as usize).saturating_sub(52).max(12);
     for (i, e) in visible.iter().enumerate().skip(first).take(height) {
-        let loaded = Some(&e.path) == loaded;
-        lines.push(entry_line(e, loaded, i == p.selected, name_width));
+        let mark = if Some(&e.path) == loaded {
+            "●"
+        } else if e.remote.is_none() && kept.contains(&e.path) {
+            "○"
+        } else {
+            " "
+        };
+        lines.push(entry_line(e, mark, i == p.selected, name_width));
     }
     frame.render_widget(Paragraph::new(lines), list_area);
     frame.render_widget(
         Paragraph::new(Span::styled(
-            " ● loaded · Enter loads · the conversation is kept",
+            " ● in use · ○ kept loaded (no load) · Enter loads · the conversation is kept",
             theme::dim(),
         )),
         hint_area,
@@ -101,8 +108,7 @@ pub fn picker(frame: &mut Frame, area: Rect, state: &State) {
 }
 
 /// One model of the picker: name and facts, whether it must be downloaded, or its problem.
-fn entry_line(e: &ModelEntry, loaded: bool, selected: bool, name_width: usize) -> Line<'static> {
-    let mark = if loaded { "●" } else { " " };
+fn entry_line(e: &ModelEntry, mark: &str, selected: bool, name_width: usize) -> Line<'static> {
     let text = match (&e.problem, &e.download) {
         (Some(problem), _) => format!(" {mark} {:<name_width$.name_width$}  {problem}", e.name),
         (None, Some(_)) => format!(

@@ -119,7 +119,12 @@ fn height(row: &Row) -> u16 {
 }
 
 /// Name, architecture, quantization, size and load time, for the model loading or loaded.
-fn model_rows(rows: &mut Vec<Row>, facts: (&String, &String, &String, u64, u64), load: String) {
+/// `load` is the row's label and time: `load`, or `switch` for a model that was kept loaded.
+fn model_rows(
+    rows: &mut Vec<Row>,
+    facts: (&String, &String, &String, u64, u64),
+    load: (&'static str, String),
+) {
     let (name, arch, quant, file_size, parameters) = facts;
     let plain = Style::default();
     rows.push(text(0, Line::styled(name.clone(), theme::model_label())));
@@ -127,7 +132,7 @@ fn model_rows(rows: &mut Vec<Row>, facts: (&String, &String, &String, u64, u64),
     rows.push(field(3, "quant", quant.clone(), plain));
     let size = format!("{} · {} params", human_bytes(file_size), params(parameters));
     rows.push(field(3, "size", size, plain));
-    rows.push(field(2, "load", load, plain));
+    rows.push(field(2, load.0, load.1, plain));
 }
 
 /// A remote model: its name, where it is served, and how long connecting took.
@@ -195,7 +200,7 @@ fn model_section(rows: &mut Vec<Row>, state: &State) {
                 e.file_size,
                 e.parameters,
             );
-            model_rows(rows, facts, "…".into());
+            model_rows(rows, facts, ("load", "…".into()));
         }
         (None, Some(info)) if info.remote.is_some() => {
             // The host and port (the quantization column of a remote): a URL would not fit.
@@ -210,7 +215,11 @@ fn model_section(rows: &mut Vec<Row>, state: &State) {
                 info.file_size,
                 info.parameters,
             );
-            model_rows(rows, facts, format!("{:.2} s", info.load_s));
+            let load = match info.kept_loaded {
+                true => ("switch", format!("{:.2} s · kept loaded", info.load_s)),
+                false => ("load", format!("{:.2} s", info.load_s)),
+            };
+            model_rows(rows, facts, load);
         }
         (None, None) => {
             rows.push(text(0, Line::styled("no model", theme::dim())));

@@ -87,15 +87,20 @@ fn loaded(state: &mut State, info: ModelInfo, notices: Vec<String>) {
     // A switch when another model answered before; a resumed conversation's first
     // model, or a question typed while the first model loaded, is just a load.
     let switched = state.model.loaded.is_some() && state.conversation.has_messages();
+    let how = match (switched, info.kept_loaded) {
+        (true, true) => "Switched back to",
+        (true, false) => "Switched to",
+        (false, _) => "Loaded",
+    };
+    let when = match info.kept_loaded {
+        true => ", kept loaded".to_string(),
+        false => format!(" in {:.1} s", info.load_s),
+    };
     state.conversation.push_notice(
         NoticeLevel::Info,
         format!(
-            "{} {} ({}, {}) in {:.1} s",
-            if switched { "Switched to" } else { "Loaded" },
-            info.name,
-            info.architecture,
-            info.quantization,
-            info.load_s
+            "{how} {} ({}, {}){when}",
+            info.name, info.architecture, info.quantization,
         ),
     );
     for notice in notices {

@@ -52,6 +52,8 @@ impl Test {
                 kernels: "avx2",
                 remote: None,
                 tokens: Default::default(),
+                kept_loaded: false,
+                resident: vec![],
             },
             notices: vec![],
         }));

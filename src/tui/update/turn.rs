@@ -252,6 +252,7 @@ pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
         context_size: state.context_size,
         cache_type: state.cache_type,
         chat_template: entry.chat_template.clone(),
+        keep_loaded: state.keep_loaded,
     })));
     state.model.loading = Some(Loading {
         entry,

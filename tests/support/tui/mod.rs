@@ -70,6 +70,8 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         kernels: "avx2",
         remote: None,
         tokens: Default::default(),
+        kept_loaded: false,
+        resident: vec![],
     }
 }
 
