@@ -15,4 +15,5 @@ mod kernel_path;
 mod kv_cache_types;
 mod real;
 mod reuse_report;
+mod speculative;
 mod structured_output;
