@@ -1,12 +1,14 @@
 //! Prompt lookup: the last few tokens of the sequence are looked for earlier in it, and the
 //! tokens that followed their latest earlier occurrence are the draft. The longest suffix
-//! that occurs wins; a single token is too weak a clue (it matches everywhere and is
-//! rarely followed the same way), so the shortest suffix tried is two tokens.
+//! that occurs wins. Short suffixes are weak clues: they match everywhere and are often
+//! followed differently, and a rejected draft costs a wider pass (on SmolLM2's code rewrite,
+//! three tokens at least kept 62% of drafts where two kept 56%, for ×1.39 against ×1.25), so
+//! the shortest suffix tried is three tokens.
 
 /// Longest suffix looked for.
 const LONGEST: usize = 4;
 /// Shortest suffix looked for.
-const SHORTEST: usize = 2;
+const SHORTEST: usize = 3;
 
 /// Up to `most` tokens that followed the latest earlier occurrence of the longest suffix of
 /// `sequence` (of LONGEST down to SHORTEST tokens) that occurs earlier; empty if none does.
