@@ -72,7 +72,7 @@ pub fn rewrite_question() -> String {
 
 /// The rewrite's prompt as the engine builds it.
 pub fn rewrite_prompt(text: &ModelText) -> Result<Vec<u32>> {
-    text.chat_ids(&[Message::user(&rewrite_question())], &AnswerIds::default())
+    text.chat_ids(&[Message::user(rewrite_question())], &AnswerIds::default())
 }
 
 /// One run's speculative figures.
@@ -214,6 +214,9 @@ fn verify_cost(generator: &mut Generator, prompt: &[u32]) -> Result<Vec<VerifyCo
         .collect()
 }
 
+/// One workload's figures out of a run's.
+type Pick = fn(&SpeculationFigures) -> Option<&Workload>;
+
 /// The lines under the table for one record: each workload's plain and speculative decode
 /// (medians over the runs), acceptance and tokens per pass, and the verify passes' cost.
 pub fn notes(record: &super::summary::BenchRecord) -> Vec<String> {
@@ -228,7 +231,7 @@ pub fn notes(record: &super::summary::BenchRecord) -> Vec<String> {
         return Vec::new();
     }
     let mut notes = Vec::new();
-    let workloads: [(&str, fn(&SpeculationFigures) -> Option<&Workload>); 2] = [
+    let workloads: [(&str, Pick); 2] = [
         ("chat", |f| f.chat.as_ref()),
         ("code rewrite", |f| f.rewrite.as_ref()),
     ];

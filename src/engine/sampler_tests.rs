@@ -257,7 +257,7 @@ fn a_drafted_draw_keeps_the_distribution_whatever_the_draft() {
 }
 
 #[test]
-fn a_drafted_draw_keeps_a_likely_draft_more_often_than_chance_alone() {
+fn a_drafted_draw_keeps_the_draft_with_its_probability() {
     // Coupling: the draft is kept with its own probability, more often than two independent
     // draws would agree (p(x) against p(x)²).
     let logits = logits_for(&[0.5, 0.3, 0.2]);

@@ -56,8 +56,10 @@ mod tests {
     }
 
     #[test]
-    fn no_draft_without_a_repeated_pair() {
+    fn no_draft_without_a_repeated_suffix() {
         assert!(continuation(&[1, 2, 3, 4, 3], 4).is_empty());
+        // Two tokens repeated are too weak a clue.
+        assert!(continuation(&[7, 8, 9, 1, 7, 8], 4).is_empty());
         assert!(continuation(&[1], 4).is_empty());
         assert!(continuation(&[], 4).is_empty());
     }

@@ -27,7 +27,7 @@ pub fn sample_positions(
     observer: &mut dyn TurnObserver,
 ) -> Result<Verified> {
     let positions = drafts.len() + 1;
-    if rows.is_empty() || rows.len() % positions != 0 {
+    if rows.is_empty() || !rows.len().is_multiple_of(positions) {
         bail!(
             "internal error: {} logits for {positions} positions",
             rows.len()
