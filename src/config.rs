@@ -23,7 +23,7 @@ pub struct Config {
     pub cache_type: Option<CacheType>,
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
-    /// Speculative decoding: ngram (the default) or off.
+    /// Speculative decoding: ngram or off (the default).
     pub speculative: Option<Speculation>,
     pub models_dir: Option<PathBuf>,
     #[serde(default)]

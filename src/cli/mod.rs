@@ -157,7 +157,7 @@ impl ThreadsArg {
 pub struct SpeculativeArg {
     /// Draft tokens from the prompt and answer and verify them in one pass (ngram), or
     /// decode a token a pass (off); the same answers either way [default: the config's,
-    /// ngram].
+    /// off].
     #[arg(long = "speculative", value_name = "ngram|off")]
     pub speculative: Option<Speculation>,
 }

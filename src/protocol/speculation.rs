@@ -11,11 +11,12 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Speculation {
-    /// One forward pass per token.
+    /// One forward pass per token. The default: on SmolLM2's fresh chat, drafting was
+    /// measured at ×0.85 to ×1.01 of plain decode on a busy machine, not proven never slower.
+    #[default]
     Off,
     /// Prompt lookup: the tokens that followed the last few tokens' earlier occurrence in
     /// the prompt or the answer are drafted and verified together.
-    #[default]
     Ngram,
 }
 
