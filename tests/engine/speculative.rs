@@ -363,6 +363,11 @@ fn critical(df: usize) -> f64 {
     df * (1.0 - 2.0 / (9.0 * df) + z * (2.0 / (9.0 * df)).sqrt()).powi(3)
 }
 
+/// End to end, sampled answers with and without drafts come from one distribution. This
+/// prompt's answers are nearly deterministic where drafts are made, so it cannot tell a
+/// wrong acceptance rule (keep the draft when it is the argmax) from the right one: that is
+/// the sampler's unit test's job, against an exact distribution
+/// (`a_drafted_draw_keeps_the_distribution_whatever_the_draft`).
 #[test]
 fn sampled_answers_keep_the_model_distribution_with_speculation() {
     let mut local = Local::open(common::SMOLLM2, 512);
