@@ -3,7 +3,7 @@
 
 use crate::mcp::McpConfig;
 use crate::protocol::sampling as ranges;
-use crate::protocol::{CacheType, SamplingParams};
+use crate::protocol::{CacheType, SamplingParams, Speculation};
 use crate::remote::{normalize_url, Remote, RemoteKind, RemoteTarget, Secret, DEFAULT_STALL};
 use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
@@ -23,6 +23,8 @@ pub struct Config {
     pub cache_type: Option<CacheType>,
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
+    /// Speculative decoding: ngram or off (the default).
+    pub speculative: Option<Speculation>,
     pub models_dir: Option<PathBuf>,
     /// Models the chat keeps loaded at most (the one in use included), so that switching back
     /// to one costs no load (default [`DEFAULT_KEEP_LOADED`]; 1 releases each model when
@@ -256,6 +258,10 @@ impl Config {
 
     pub fn max_tokens(&self) -> usize {
         self.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)
+    }
+
+    pub fn speculation(&self) -> Speculation {
+        self.speculative.unwrap_or_default()
     }
 
     pub fn user_model(&self, name: &str) -> Option<&UserModel> {

@@ -14,6 +14,7 @@
 //! Peak memory is reset (Linux) before each run, so a run's peak is its own model's.
 
 use super::prompt::{self, SHAPE_ONLY_CHAT_TOKENS};
+use super::speculation;
 use super::summary::{quarter_rates, DepthFigure, ModelReport, PrefillFigure, RunFigures};
 use crate::engine::generation::{Generator, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
@@ -22,10 +23,10 @@ use crate::engine::model::weights::packed_cache;
 use crate::engine::model::{self, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
-use crate::protocol::SamplingParams;
 use crate::protocol::TurnObserver;
 use crate::protocol::Usage;
 use crate::protocol::{CacheType, Constraint};
+use crate::protocol::{SamplingParams, Speculation};
 use crate::stats::{self, secs};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -48,6 +49,9 @@ pub struct MeasureOptions {
     pub warmup_runs: usize,
     /// Decode held to this JSON Schema (`--json-schema`): what the grammar costs per token.
     pub json_schema: Option<serde_json::Value>,
+    /// With `ngram`, speculative decoding is measured beside plain decode
+    /// ([`super::speculation`]).
+    pub speculation: Speculation,
 }
 
 /// Token ids that do not change between runs: tokenized once, outside the timings.
@@ -57,6 +61,8 @@ struct Prompts {
     passages: Vec<Vec<u32>>,
     /// One per `--depth`, exactly that long.
     depths: Vec<Vec<u32>>,
+    /// The repetitive workload's prompt (models with a vocabulary).
+    rewrite: Option<Vec<u32>>,
 }
 
 /// Measures the model at `path` with the threads this process computes with.
@@ -79,6 +85,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             chat_ids: Some(chat),
             passages: ids(&opts.prompt_tokens),
             depths: ids(&opts.depths),
+            rewrite: None,
         };
         (prompts, SHAPE_ONLY_CHAT_TOKENS)
     } else {
@@ -93,12 +100,18 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             chat_ids: None,
             passages: passages(&opts.prompt_tokens)?,
             depths: passages(&opts.depths)?,
+            rewrite: match opts.speculation {
+                Speculation::Ngram => Some(speculation::rewrite_prompt(&text)?),
+                Speculation::Off => None,
+            },
         };
         (prompts, prompt::chat_prompt(&text)?.len())
     };
+    let rewrite_len = prompts.rewrite.as_ref().map_or(0, |r| r.len());
     let needed = longest_prompt
         .max(chat_len + opts.gen_tokens)
-        .max(deepest + opts.gen_tokens);
+        .max(deepest + opts.gen_tokens)
+        .max(rewrite_len + speculation::REWRITE_TOKENS);
     if needed > config.context_length {
         bail!(
             "{}: the bench needs {needed} positions of context, more than the model's {}",
@@ -209,6 +222,18 @@ fn one_run(
         .is_some()
         .then(|| 1000.0 * usage.grammar_s / usage.generated_tokens.max(1) as f64);
     let (first_quarter, last_quarter) = quarter_rates(&clock.steps);
+    let decode_tok_s = stats::steps_tok_s(&clock.steps);
+    // Beside plain decode, never instead of it: the figures above stay comparable.
+    let speculation = match (opts.speculation, &opts.json_schema) {
+        (Speculation::Ngram, None) => Some(speculation::measure(
+            &mut generator,
+            &chat,
+            &options,
+            decode_tok_s,
+            prompts.rewrite.as_deref(),
+        )?),
+        _ => None,
+    };
 
     let mut prefill_figures = Vec::with_capacity(opts.prompt_tokens.len());
     for ids in &prompts.passages {
@@ -237,11 +262,12 @@ fn one_run(
         load_s,
         ttft_ms: usage.ttft_s * 1000.0,
         prefill: prefill_figures,
-        decode_tok_s: stats::steps_tok_s(&clock.steps),
+        decode_tok_s,
         decode_tok_s_first_quarter: first_quarter,
         decode_tok_s_last_quarter: last_quarter,
         generated_tokens: usage.generated_tokens,
         grammar_ms_per_token,
+        speculation,
         depths,
         peak_rss_bytes,
     };
@@ -266,9 +292,9 @@ fn at_depth(generator: &mut Generator, ids: &[u32], options: &TurnOptions) -> Re
 /// The time of every decode step: from one sampled token to the next (a forward pass and a
 /// sample each).
 #[derive(Default)]
-struct StepClock {
+pub(super) struct StepClock {
     last: Option<Instant>,
-    steps: Vec<f64>,
+    pub steps: Vec<f64>,
 }
 
 impl TurnObserver for StepClock {

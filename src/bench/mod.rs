@@ -20,10 +20,11 @@ pub mod quant;
 pub mod report;
 pub mod shape;
 mod shape_gemma4;
+mod speculation;
 pub mod summary;
 
 use crate::catalog::CatalogEntry;
-use crate::protocol::CacheType;
+use crate::protocol::{CacheType, Speculation};
 use crate::stats::{human_bytes, secs};
 use anyhow::{anyhow, bail, Context, Result};
 use report::Settings;
@@ -70,6 +71,8 @@ pub struct BenchOptions {
     pub warmup_runs: usize,
     /// Decode held to the JSON Schema in this file.
     pub json_schema: Option<PathBuf>,
+    /// Measure speculative decoding beside plain decode.
+    pub speculation: Speculation,
 }
 
 impl BenchOptions {
@@ -253,6 +256,7 @@ fn measure_in_child(
     if let Some(schema) = &opts.json_schema {
         cmd.arg("--json-schema").arg(schema);
     }
+    cmd.arg("--speculative").arg(opts.speculation.to_string());
     let threads_text = threads.map_or("default".into(), |n| n.to_string());
     eprintln!(
         "taper bench: measuring {} with {threads_text} threads ({} warm-up + {} runs)",

@@ -180,6 +180,9 @@ fn notes(records: &[BenchRecord]) -> Vec<String> {
             },
         ));
     }
+    for r in records {
+        notes.extend(super::speculation::notes(r));
+    }
     if records.iter().any(|r| r.shape_only) {
         notes.push(format!(
             "({SHAPE_ONLY}): a file with random weights and exactly the catalogue model's \

@@ -35,6 +35,9 @@ pub struct RunFigures {
     /// With `--json-schema`: the grammar's time per generated token, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grammar_ms_per_token: Option<f64>,
+    /// With `--speculative ngram`: decode with drafts beside plain, and verify passes' cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<super::speculation::SpeculationFigures>,
     /// Figures far into a context, one per `--depth` (reports before --depth have none).
     #[serde(default)]
     pub depths: Vec<DepthFigure>,

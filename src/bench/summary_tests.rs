@@ -51,6 +51,7 @@ pub(crate) fn run(load_s: f64, decode: f64, p128: f64) -> RunFigures {
         decode_tok_s_last_quarter: decode * 0.9,
         generated_tokens: 128,
         grammar_ms_per_token: None,
+        speculation: None,
         depths: vec![DepthFigure {
             depth: 2560,
             prefill_tok_s: p128 / 3.0,

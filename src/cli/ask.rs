@@ -161,8 +161,10 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
             None => bail!("the engine stopped while loading"),
         }
     };
+    let speculation = args.sampling.speculative.resolve(config);
     let request = GenerateRequest {
         constraint,
+        speculation,
         ..GenerateRequest::chat(
             1,
             messages.clone(),
@@ -178,6 +180,7 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
                 messages,
                 sampling,
                 max_tokens: args.sampling.max_tokens(config),
+                speculation,
                 choice: ask_tools::choice(&args.tool_choice),
                 approve_all: args.yes,
                 show_rounds: args.stats,
@@ -266,17 +269,34 @@ pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
         Some(url) => format!("remote {url}"),
         None => format!("threads {} | kernels {}", info.threads, info.kernels),
     };
+    // The kernel path stays last: scripts read it from the end of the line.
     format!(
         "prompt {} tok (cached {}) | prefill {:.1} tok/s | ttft {:.3} s | generated {} tok | \
-         decode {:.1} tok/s | load {:.2} s | peak RSS {peak} | {compute}",
+         decode {:.1} tok/s{} | load {:.2} s | peak RSS {peak} | {compute}",
         usage.prompt_tokens,
         usage.cached_tokens,
         usage.prefill_tok_s(),
         usage.ttft_s,
         usage.generated_tokens,
         usage.decode_tok_s(),
+        speculation_figures(usage),
         info.load_s,
     ) + &server_figures(usage)
+}
+
+/// Speculative decoding's share: the drafts kept and the tokens each forward pass gave
+/// (1 without it); nothing where no pass was counted (a remote model, one token).
+fn speculation_figures(usage: &Usage) -> String {
+    let Some(per_pass) = usage.tokens_per_pass() else {
+        return String::new();
+    };
+    let kept = usage
+        .acceptance()
+        .map_or(String::new(), |a| format!(" ({:.0}%)", a * 100.0));
+    format!(
+        " | drafts {}/{} kept{kept} | {per_pass:.2} tok/pass",
+        usage.accepted_tokens, usage.drafted_tokens
+    )
 }
 
 /// What a remote server reported, labelled as the server's (the figures before it are

@@ -8,7 +8,7 @@ use crate::chat::{Message, ToolCall};
 use crate::engine::EngineHandle;
 use crate::mcp::{tool_set, unknown_tool, Approval, McpConfig, OfferedTool, ServerState};
 use crate::mcp::{ToolHost, ToolResult, REFUSED};
-use crate::protocol::{GenerateRequest, SamplingParams, ToolChoice, Usage};
+use crate::protocol::{GenerateRequest, SamplingParams, Speculation, ToolChoice, Usage};
 use anyhow::{bail, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
@@ -21,6 +21,7 @@ pub struct Turn {
     pub messages: Vec<Message>,
     pub sampling: SamplingParams,
     pub max_tokens: usize,
+    pub speculation: Speculation,
     /// For the first round; later rounds are `auto`, so the loop can end in prose.
     pub choice: ToolChoice,
     /// `--yes`.
@@ -83,6 +84,7 @@ fn rounds(
         mut messages,
         sampling,
         max_tokens,
+        speculation,
         choice,
         approve_all,
         show_rounds,
@@ -94,6 +96,7 @@ fn rounds(
     loop {
         let request = GenerateRequest {
             tools: tools_now.take(),
+            speculation,
             ..GenerateRequest::chat(
                 round as u64 + 1,
                 messages.clone(),

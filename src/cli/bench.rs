@@ -1,6 +1,6 @@
 //! `taper bench`: its flags, and turning them into the bench module's options.
 
-use super::{CacheTypeArg, RepackCacheArg};
+use super::{CacheTypeArg, RepackCacheArg, SpeculativeArg};
 use crate::bench;
 use crate::config::Config;
 use crate::engine::threads::set_threads;
@@ -66,6 +66,10 @@ pub struct BenchArgs {
     /// Hold the decode to the JSON Schema in FILE and report what the grammar costs per token.
     #[arg(long = "json-schema", value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
+    // ngram: decode with drafts measured beside plain decode (the chat and a code-rewrite
+    // workload) and the cost of verify passes; off: not measured.
+    #[command(flatten)]
+    pub speculative: SpeculativeArg,
     /// Internal: measure the one model given with -m in this process, print a JSON report.
     #[arg(long, hide = true)]
     pub measure_one: bool,
@@ -113,6 +117,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         keep_shape_file: args.keep_shape_file,
         repack_cache: args.repack_cache.dir(config).is_some(),
         json_schema: args.json_schema,
+        speculation: args.speculative.resolve(config),
     })
 }
 
@@ -171,6 +176,8 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
             Some(path) => Some(read_schema(path)?),
             None => None,
         },
+        // The parent always says.
+        speculation: args.speculative.speculative.unwrap_or_default(),
     })
 }
 

@@ -59,6 +59,11 @@ pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
         let s = &mut state.settings;
         s.sampling = args.sampling.over(s.sampling.clone());
         s.max_tokens = args.sampling.max_tokens.unwrap_or(s.max_tokens);
+        s.speculation = args
+            .sampling
+            .speculative
+            .speculative
+            .unwrap_or(s.speculation);
         if let Some(system) = args.system {
             s.system_prompt = system;
         }
@@ -126,6 +131,7 @@ fn initial_state(args: &ChatArgs, config: &Config) -> State {
         sampling: args.sampling.params(config),
         max_tokens: args.sampling.max_tokens(config),
         tool_choice: Default::default(),
+        speculation: args.sampling.speculative.resolve(config),
     };
     let context_size = args.run.context_size(config);
     let models_dir = crate::models::models_dir(config);

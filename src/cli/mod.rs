@@ -28,7 +28,7 @@ pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
 
 use crate::config::Config;
 use crate::paths;
-use crate::protocol::{CacheType, SamplingParams};
+use crate::protocol::{CacheType, SamplingParams, Speculation};
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -179,6 +179,23 @@ impl RepackCacheArg {
     }
 }
 
+/// `--speculative`, of every command that generates.
+#[derive(Debug, Clone, Default, PartialEq, Args)]
+pub struct SpeculativeArg {
+    /// Draft tokens from the prompt and answer and verify them in one pass (ngram), or
+    /// decode a token a pass (off); the same answers either way [default: the config's,
+    /// off].
+    #[arg(long = "speculative", value_name = "ngram|off")]
+    pub speculative: Option<Speculation>,
+}
+
+impl SpeculativeArg {
+    /// The flag, else the config's, else the default.
+    pub fn resolve(&self, config: &Config) -> Speculation {
+        self.speculative.unwrap_or(config.speculation())
+    }
+}
+
 /// Sampling flags shared by `ask` and `chat`; an unset one falls back to the config file, then
 /// to the built-in default.
 #[derive(Debug, Clone, Default, PartialEq, Args)]
@@ -204,6 +221,8 @@ pub struct SamplingArgs {
     /// Same seed, same answer.
     #[arg(long)]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub speculative: SpeculativeArg,
 }
 
 impl SamplingArgs {

@@ -1,6 +1,6 @@
 //! `taper serve`: its flags, resolved over the config file into [`ServeOptions`].
 
-use super::{ModelArgs, RunArgs};
+use super::{ModelArgs, RunArgs, SpeculativeArg};
 use crate::config::Config;
 use crate::engine::model::CacheOptions;
 use crate::models::resolve;
@@ -49,6 +49,8 @@ pub struct ServeArgs {
     /// Most tokens in an answer when a request does not say [default: the config's, 1024].
     #[arg(short = 'n', long = "max-tokens")]
     pub max_tokens: Option<usize>,
+    #[command(flatten)]
+    pub speculative: SpeculativeArg,
     /// Seconds a client has to send a request's headers; slow or half-open connections are
     /// closed after it.
     #[arg(long = "header-timeout", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -100,6 +102,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         },
         defaults: config.sampling(),
         default_max_tokens,
+        speculation: args.speculative.resolve(config),
         connections: ConnectionLimits {
             header_timeout: Duration::from_secs(args.header_timeout),
             max_connections: MAX_CONNECTIONS,

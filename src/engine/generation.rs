@@ -9,8 +9,9 @@ use super::model::LanguageModel;
 use super::penalties;
 use super::prefix_cache::PrefixCache;
 use super::sampler::Sampler;
+use super::speculative::{sample_positions, Drafter};
 use super::tokenizer::TextTokenizer;
-use crate::protocol::SamplingParams;
+use crate::protocol::{SamplingParams, Speculation};
 use crate::protocol::{StopReason, TurnObserver, Usage};
 use crate::stats::secs;
 use anyhow::{bail, Context, Result};
@@ -75,6 +76,19 @@ impl Generator<'_> {
         asked: Instant,
         observer: &mut dyn TurnObserver,
     ) -> Result<TurnOutcome> {
+        self.run_speculative(prompt, options, grammar, Speculation::Off, asked, observer)
+    }
+
+    /// [`Generator::run_held`], decoding as `speculation` says (the bench compares both).
+    pub fn run_speculative(
+        &mut self,
+        prompt: &[u32],
+        options: &TurnOptions,
+        grammar: Option<Grammar>,
+        speculation: Speculation,
+        asked: Instant,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<TurnOutcome> {
         let context = self.model.context_size();
         let reused = self.cache.reusable_prefix(prompt);
         let mut outcome = TurnOutcome {
@@ -87,7 +101,7 @@ impl Generator<'_> {
             ..TurnOutcome::default()
         };
         let prefill_started = Instant::now();
-        let Some(mut logits) = self.prefill_after(reused, &prompt[reused..], observer)? else {
+        let Some(mut rows) = self.prefill_after(reused, &prompt[reused..], observer)? else {
             outcome.usage.stop = Some(StopReason::Cancelled);
             return Ok(outcome);
         };
@@ -95,15 +109,37 @@ impl Generator<'_> {
 
         let mut decoding =
             Decoding::new(self.tokenizer, options, asked, outcome.usage).with_grammar(grammar);
+        let mut drafter = (speculation == Speculation::Ngram).then(Drafter::new);
+        let mut drafts = Vec::new();
+        let mut first = true;
         let stop = loop {
-            let next = match decoding.step(&mut logits, self.cache.tokens(), observer)? {
+            let verified =
+                sample_positions(&mut decoding, &mut rows, &drafts, self.cache, observer)?;
+            if !first {
+                decoding.count_pass(drafts.len(), verified.accepted);
+            }
+            first = false;
+            if let Some(drafter) = drafter.as_mut() {
+                drafter.record(drafts.len(), verified.accepted);
+            }
+            // The rejected drafts' positions leave the cache.
+            self.model.truncate_cache(self.cache.tokens().len());
+            let next = match verified.step {
                 Step::Next(next) => next,
                 Step::Stop(stop) => break stop,
             };
-            if self.model.cached_len() + 1 > context {
+            let cached = self.model.cached_len();
+            if cached + 1 > context {
                 break StopReason::ContextFull;
             }
-            logits = self.model.forward(&[next], false)?;
+            // Drafts never run past the context: the pass writes next and every draft.
+            let room = context - cached - 1;
+            drafts = match drafter.as_mut() {
+                Some(drafter) => drafter.propose(self.cache.tokens(), next, room),
+                None => Vec::new(),
+            };
+            let feed = [&[next][..], &drafts].concat();
+            rows = self.model.forward(&feed, !drafts.is_empty())?;
             self.cache.extend(&[next]);
         };
         decoding.finish(stop, observer)
@@ -258,6 +294,18 @@ impl<'t> Decoding<'t> {
         history: &[u32],
         observer: &mut dyn TurnObserver,
     ) -> Result<Step> {
+        self.step_drafted(logits, history, None, observer)
+    }
+
+    /// [`Decoding::step`] at a position a drafter guessed `draft` for: the token is sampled
+    /// as `Sampler::sample_drafted` says (the same distribution; greedy the same token).
+    pub fn step_drafted(
+        &mut self,
+        logits: &mut [f32],
+        history: &[u32],
+        draft: Option<u32>,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<Step> {
         if observer.stop_requested() {
             return Ok(Step::Stop(StopReason::Cancelled));
         }
@@ -270,7 +318,7 @@ impl<'t> Decoding<'t> {
             grammar.mask(logits)?;
         }
         let grammar_s = secs(masked.elapsed());
-        let next = self.sampler.sample(logits, history);
+        let next = self.sampler.sample_drafted(logits, history, draft);
         if let Some(grammar) = self.grammar.as_mut() {
             let advanced = Instant::now();
             grammar.accept(next)?;
@@ -304,6 +352,14 @@ impl<'t> Decoding<'t> {
             return Ok(Step::Stop(StopReason::MaxTokens));
         }
         Ok(Step::Next(next))
+    }
+
+    /// A forward pass after the first token fed `drafted` drafts and `accepted` were kept.
+    pub fn count_pass(&mut self, drafted: usize, accepted: usize) {
+        let usage = &mut self.outcome.usage;
+        usage.decode_passes += 1;
+        usage.drafted_tokens += drafted;
+        usage.accepted_tokens += accepted;
     }
 
     /// Ends the turn: the detokenizer's held-back text goes to the observer.

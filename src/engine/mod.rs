@@ -19,6 +19,7 @@ mod penalties;
 pub mod prefix_cache;
 pub mod prompt;
 pub mod sampler;
+pub mod speculative;
 pub mod template;
 pub mod threads;
 pub mod tokenizer;

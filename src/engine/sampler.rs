@@ -61,6 +61,32 @@ impl Sampler {
     /// `recent`: the last tokens of the sequence (the caller passes the whole history; use
     /// the last repeat_last_n). `logits` is modified by the repeat penalty.
     pub fn sample(&mut self, logits: &mut [f32], recent: &[u32]) -> u32 {
+        self.sample_drafted(logits, recent, None)
+    }
+
+    /// [`Sampler::sample`] where a drafter guessed `draft` for this position (speculative
+    /// decoding). The result is distributed exactly as `sample`'s, whatever the draft: the
+    /// draft is taken with its probability p(x) under the final distribution, and otherwise
+    /// a token is drawn from that distribution with x left out and the rest renormalised, so
+    /// P(x) = p(x) and P(y) = (1 − p(x)) · p(y) / (1 − p(x)) = p(y). The draft only couples
+    /// the draw to the guess, so that a likely guess is kept. Greedy is the point mass on
+    /// the argmax either way. Without a draft, this is `sample`, random draws included.
+    pub fn sample_drafted(
+        &mut self,
+        logits: &mut [f32],
+        recent: &[u32],
+        draft: Option<u32>,
+    ) -> u32 {
+        match self.distribution(logits, recent) {
+            Some(token) => token,
+            None => self.draw(draft),
+        }
+    }
+
+    /// The final distribution over the next token: Some(token) when it is a point mass
+    /// (greedy, or logits no weight can be made of), else None with the kept candidates and
+    /// their unnormalised probabilities in `self.candidates`.
+    fn distribution(&mut self, logits: &mut [f32], recent: &[u32]) -> Option<u32> {
         let p = &self.params;
         let start = recent.len().saturating_sub(p.repeat_last_n);
         apply_repeat_penalty(
@@ -72,7 +98,7 @@ impl Sampler {
 
         // A NaN temperature cannot scale anything either.
         if p.temperature.is_nan() || p.temperature <= 0.0 {
-            return argmax(logits);
+            return Some(argmax(logits));
         }
         // NaN and -inf can never be drawn; dropping them up front keeps the arithmetic sane.
         self.candidates.clear();
@@ -87,7 +113,7 @@ impl Sampler {
                 }),
         );
         if self.candidates.is_empty() {
-            return argmax(logits);
+            return Some(argmax(logits));
         }
         let candidates = &mut self.candidates;
         let mut sorted = false;
@@ -105,7 +131,7 @@ impl Sampler {
             .map(|c| c.value)
             .fold(f32::NEG_INFINITY, f32::max);
         if max == f32::INFINITY {
-            return argmax(logits);
+            return Some(argmax(logits));
         }
         let mut total = 0.0f64;
         for c in candidates.iter_mut() {
@@ -141,16 +167,41 @@ impl Sampler {
             candidates.truncate(keep.max(1));
         }
 
+        None
+    }
+
+    /// A weighted draw from `self.candidates`, coupled to `draft` as
+    /// [`Sampler::sample_drafted`] says.
+    fn draw(&mut self, draft: Option<u32>) -> u32 {
+        let candidates = &self.candidates;
         let kept: f64 = candidates.iter().map(|c| f64::from(c.value)).sum();
-        let mut r = self.rng.random::<f64>() * kept;
-        for c in candidates.iter() {
+        let drafted = draft.and_then(|x| candidates.iter().find(|c| c.id == x));
+        let Some(&Candidate { id: x, value }) = drafted else {
+            // No draft, or one the distribution gives no weight: a plain draw.
+            let mut r = self.rng.random::<f64>() * kept;
+            for c in candidates.iter() {
+                r -= f64::from(c.value);
+                if r < 0.0 {
+                    return c.id;
+                }
+            }
+            return candidates.last().map_or(0, |c| c.id);
+        };
+        let weight = f64::from(value);
+        if self.rng.random::<f64>() * kept < weight {
+            return x;
+        }
+        // Rejected: the rest of the distribution, renormalised.
+        let mut r = self.rng.random::<f64>() * (kept - weight);
+        let mut last = x;
+        for c in candidates.iter().filter(|c| c.id != x) {
+            last = c.id;
             r -= f64::from(c.value);
             if r < 0.0 {
                 return c.id;
             }
         }
-        // Rounding can leave r a hair above zero after the last token.
-        candidates.last().map_or(0, |c| c.id)
+        last
     }
 }
 

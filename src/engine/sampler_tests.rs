@@ -209,3 +209,70 @@ fn a_large_vocabulary_with_top_k_is_fast_enough() {
         started.elapsed()
     );
 }
+
+/// Pearson's chi-square of `counts` against the exact probabilities `probs`.
+fn chi_square(counts: &[usize], probs: &[f64]) -> f64 {
+    let n: usize = counts.iter().sum();
+    counts
+        .iter()
+        .zip(probs)
+        .filter(|(_, p)| **p > 0.0)
+        .map(|(&c, &p)| {
+            let expected = p * n as f64;
+            (c as f64 - expected).powi(2) / expected
+        })
+        .sum()
+}
+
+#[test]
+fn a_drafted_draw_keeps_the_distribution_whatever_the_draft() {
+    // The final distribution after top-k 4 and temperature 0.8 of five tokens, computed
+    // here in f64; the fifth token is outside it (a draft of it is always rejected).
+    let base = [0.4f32, 0.25, 0.2, 0.1, 0.05];
+    let logits = logits_for(&base);
+    let weights: Vec<f64> = base[..4]
+        .iter()
+        .map(|&p| f64::from(p).powf(1.0 / 0.8))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut exact: Vec<f64> = weights.iter().map(|w| w / total).collect();
+    exact.push(0.0);
+    let draws = 200_000;
+    for draft in [None, Some(0), Some(1), Some(3), Some(4)] {
+        let mut sampler = Sampler::new(params(0.8, 4, 1.0, 0.0, 7));
+        let mut counts = vec![0; base.len()];
+        for _ in 0..draws {
+            let token = sampler.sample_drafted(&mut logits.clone(), &[], draft);
+            counts[token as usize] += 1;
+        }
+        assert_eq!(counts[4], 0, "draft {draft:?} drew a token outside top-k");
+        // 3 degrees of freedom: above 40 has a probability under 1e-8 for a right draw;
+        // keeping the draft when it is the argmax, or always, lands in the thousands.
+        let chi = chi_square(&counts, &exact);
+        assert!(
+            chi < 40.0,
+            "draft {draft:?}: {counts:?} against {exact:?}: χ² {chi}"
+        );
+    }
+}
+
+#[test]
+fn a_drafted_draw_keeps_the_draft_with_its_probability() {
+    // Coupling: the draft is kept with its own probability, more often than two independent
+    // draws would agree (p(x) against p(x)²).
+    let logits = logits_for(&[0.5, 0.3, 0.2]);
+    let mut sampler = Sampler::new(params(1.0, 0, 1.0, 0.0, 3));
+    let kept = (0..20_000)
+        .filter(|_| sampler.sample_drafted(&mut logits.clone(), &[], Some(0)) == 0)
+        .count();
+    assert!((9_400..10_600).contains(&kept), "kept {kept} of 20000");
+}
+
+#[test]
+fn a_greedy_drafted_draw_is_the_argmax_whatever_the_draft() {
+    let logits = vec![0.1, 2.0, 1.9, -1.0];
+    let mut sampler = Sampler::new(params(0.0, 0, 1.0, 0.0, 1));
+    for draft in [None, Some(0), Some(1), Some(2), Some(99)] {
+        assert_eq!(sampler.sample_drafted(&mut logits.clone(), &[], draft), 1);
+    }
+}

@@ -8,11 +8,13 @@
 mod event;
 mod request;
 pub mod sampling;
+mod speculation;
 mod tools;
 mod usage;
 
 pub use event::{EngineEvent, ModelInfo, TokenCounter, TurnObserver};
 pub use request::{Constraint, GenerateRequest, LoadRequest, Prompt};
 pub use sampling::{CacheType, Range, SamplingParams};
+pub use speculation::Speculation;
 pub use tools::{Tool, ToolChoice, ToolSet};
 pub use usage::{ServerFigures, StopReason, Usage};

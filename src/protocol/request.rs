@@ -2,6 +2,7 @@
 //! ([`GenerateRequest`]). The chat, `taper ask` and `taper serve` all ask with these.
 
 use super::sampling::{CacheType, SamplingParams};
+use super::speculation::Speculation;
 use super::tools::ToolSet;
 use crate::chat::Message;
 use std::path::PathBuf;
@@ -139,6 +140,9 @@ pub struct GenerateRequest {
     /// calls held back (they come whole in `Finished::tool_calls`). For people reading the
     /// answer (the chat, `ask`); the server reads the raw text itself.
     pub prose_only: bool,
+    /// Whether tokens are drafted ahead and verified in one pass; never changes what is
+    /// sampled (greedy answers are the same bits, sampled ones the same distribution).
+    pub speculation: Speculation,
 }
 
 impl GenerateRequest {
@@ -165,6 +169,7 @@ impl GenerateRequest {
             constraint: None,
             tools: None,
             prose_only: true,
+            speculation: Speculation::default(),
         }
     }
 

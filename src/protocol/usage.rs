@@ -59,6 +59,16 @@ pub struct Usage {
     /// without one.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub grammar_s: f64,
+    /// Speculative decoding: tokens drafted, and how many of them the model's own sampling
+    /// kept (0 and 0 without it).
+    #[serde(default, skip_serializing_if = "is_no_count")]
+    pub drafted_tokens: usize,
+    #[serde(default, skip_serializing_if = "is_no_count")]
+    pub accepted_tokens: usize,
+    /// Forward passes after the first token (each a decode step, or a verify pass of drafted
+    /// tokens); 0 where not counted (a remote model).
+    #[serde(default, skip_serializing_if = "is_no_count")]
+    pub decode_passes: usize,
     /// What a remote server reported about its own work (the fields above are measured
     /// here); None for local models. Boxed: every answer holds a Usage, few hold these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +77,10 @@ pub struct Usage {
 
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+
+fn is_no_count(v: &usize) -> bool {
+    *v == 0
 }
 
 /// Figures a remote server reported (llama-server's `timings`, the `usage` of the OpenAI
@@ -95,6 +109,18 @@ impl Usage {
     /// Tokens per second after the first: each costs one forward pass and one sample.
     pub fn decode_tok_s(&self) -> f64 {
         rate(self.generated_tokens.saturating_sub(1), self.decode_s)
+    }
+
+    /// Of the drafted tokens, the fraction kept; None when nothing was drafted.
+    pub fn acceptance(&self) -> Option<f64> {
+        (self.drafted_tokens > 0).then(|| self.accepted_tokens as f64 / self.drafted_tokens as f64)
+    }
+
+    /// Tokens after the first per forward pass (1 without speculation); None when no pass
+    /// was counted.
+    pub fn tokens_per_pass(&self) -> Option<f64> {
+        (self.decode_passes > 0)
+            .then(|| self.generated_tokens.saturating_sub(1) as f64 / self.decode_passes as f64)
     }
 
     /// Positions of the context in use after this generation.

@@ -23,7 +23,7 @@ pub mod tools;
 use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::CacheOptions;
 use crate::engine::{EngineHandle, LocalModel};
-use crate::protocol::SamplingParams;
+use crate::protocol::{SamplingParams, Speculation};
 use anyhow::{Context, Result};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -49,6 +49,7 @@ pub struct ServeOptions {
     pub limits: request::Limits,
     pub defaults: SamplingParams,
     pub default_max_tokens: usize,
+    pub speculation: Speculation,
     pub connections: http::ConnectionLimits,
     pub body_timeout: Duration,
     /// Threads of the HTTP runtime (the engine computes on its own pool).
@@ -103,6 +104,7 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         parallel,
         defaults: options.defaults.clone(),
         default_max_tokens: options.default_max_tokens,
+        speculation: options.speculation,
         limits: options.limits,
         api_key: options.api_key.clone(),
         body_timeout: options.body_timeout,

@@ -12,7 +12,8 @@ use crate::engine::answer_ids::AnswerIds;
 use crate::engine::prompt::ModelText;
 use crate::engine::{Refused, Submitter};
 use crate::protocol::{
-    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, ToolChoice, ToolSet, Usage,
+    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, Speculation, ToolChoice,
+    ToolSet, Usage,
 };
 use crate::tools::ToolFormat;
 use axum::body::{Body, Bytes};
@@ -39,6 +40,8 @@ pub struct AppState {
     pub parallel: usize,
     pub defaults: SamplingParams,
     pub default_max_tokens: usize,
+    /// Whether answers are decoded speculatively (`--speculative`).
+    pub speculation: Speculation,
     pub limits: Limits,
     pub api_key: Option<String>,
     /// A request body must arrive within this.
@@ -316,6 +319,7 @@ impl AppState {
             constraint: request.constraint.clone().map(|(_, c)| c),
             tools: request.tools.clone(),
             prose_only: false,
+            speculation: self.speculation,
         };
         self.engine
             .submit(job, asked, events, self.queue)

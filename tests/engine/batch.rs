@@ -64,6 +64,7 @@ fn check(file: &str) {
                 steps.push(SlotStep {
                     cache,
                     tokens: &feed[s],
+                    all_logits: false,
                 });
                 order.push(s);
             }

@@ -17,4 +17,5 @@ mod real;
 mod repack_cache;
 mod resident;
 mod reuse_report;
+mod speculative;
 mod structured_output;

@@ -114,6 +114,7 @@ fn two_hundred_turns_stay_in_the_context_reuse_the_cache_and_keep_memory_flat() 
         },
         max_tokens: MAX_TOKENS,
         tool_choice: Default::default(),
+        speculation: Default::default(),
     };
     let mut state = State::new(settings, CONTEXT, common::models_dir(), Instant::now());
     let data = tempfile::tempdir().expect("a temporary data directory");

@@ -152,7 +152,7 @@ fn in_the_chat_a_call_is_approved_or_refused_and_the_session_keeps_the_loop() {
     tmux.wait_text("Loaded SmolLM2-135M-Instruct.Q4_1", LOAD);
     tmux.wait_text("MCP server calc is ready: 1 tool", QUICK);
 
-    // Ctrl+S: the tool choice (the last field) set to required.
+    // Ctrl+S: the tool choice (the ninth field) set to required.
     tmux.keys(&["C-s"]);
     tmux.wait_text("Tool choice", QUICK);
     for _ in 0..8 {

@@ -11,8 +11,9 @@ use crate::engine::generation::Decoding;
 use crate::engine::grammar::Grammar;
 use crate::engine::model::KvCache;
 use crate::engine::prefix_cache::PrefixCache;
+use crate::engine::speculative::Drafter;
 use crate::engine::tokenizer::TextTokenizer;
-use crate::protocol::{EngineEvent, StopReason, ToolChoice, TurnObserver, Usage};
+use crate::protocol::{EngineEvent, Speculation, StopReason, ToolChoice, TurnObserver, Usage};
 use crate::stats::secs;
 use crate::tools::parse::{self, ProseStream};
 use crate::tools::ToolFormat;
@@ -73,6 +74,8 @@ pub struct Active<'t> {
     pub grammar: Option<Grammar>,
     /// The answer this request goes on with, if it continues one.
     pub continued: Option<Continued>,
+    /// Guesses tokens ahead, when the request speculates.
+    pub drafter: Option<Drafter>,
 }
 
 impl<'t> Slot<'t> {
@@ -117,6 +120,7 @@ impl<'t> Slot<'t> {
             stops: StopMatcher::new(job.request.stop.clone()),
             grammar,
             continued,
+            drafter: (job.request.speculation == Speculation::Ngram).then(Drafter::new),
             job,
         });
     }
@@ -164,7 +168,7 @@ impl<'t> Active<'t> {
             return;
         };
         let usage = &decoding.outcome().usage;
-        if usage.generated_tokens == 1 && !self.first_told {
+        if usage.generated_tokens >= 1 && !self.first_told {
             self.first_told = true;
             self.job.emit(EngineEvent::FirstToken {
                 turn_id: self.job.turn_id(),

@@ -33,6 +33,9 @@ struct PerLayerEmbedding {
 pub struct SlotStep<'c> {
     pub cache: &'c mut KvCache,
     pub tokens: &'c [u32],
+    /// The logits of every token fed, not only the last one's (a speculative step verifies
+    /// each drafted position).
+    pub all_logits: bool,
 }
 
 pub struct Decoder {
@@ -164,8 +167,9 @@ impl Decoder {
         let mut steps = [SlotStep {
             cache: &mut cache,
             tokens,
+            all_logits,
         }];
-        let result = self.pass(&mut steps, all_logits);
+        let result = self.pass(&mut steps);
         self.cache = cache;
         result
     }
@@ -173,13 +177,14 @@ impl Decoder {
     /// One pass over several sequences, each fed its `tokens` after what its own cache holds
     /// (a batched decode step: one token per slot; a new slot's prefill chunk may ride
     /// along). The matmuls read the weights once for all rows; attention runs per sequence.
-    /// Returns the logits of each step's last token, `steps × vocab`, in order. Every row is
-    /// computed as it would be alone (the kernels are batch-invariant).
+    /// Returns the logits of each step's last token (of every token, for a step that wants
+    /// all), row-major in order. Every row is computed as it would be alone (the kernels are
+    /// batch-invariant).
     pub fn forward_batch(&mut self, steps: &mut [SlotStep]) -> Result<Vec<f32>> {
-        self.pass(steps, false)
+        self.pass(steps)
     }
 
-    /// The forward pass: `all_logits` (one step only) gives every row's logits.
+    /// The forward pass: each step's last row of logits, or all its rows when it wants them.
     ///
     /// The pass runs on one of the compute pool's own threads. Called from outside the pool,
     /// each of a pass's few hundred parallel steps (matmuls, attention) would be handed in
@@ -188,9 +193,8 @@ impl Decoder {
     /// the pass takes its share of every step and the others steal theirs, and the caller
     /// waits once per pass. The other workers are kept awake for the pass
     /// ([`super::runtime::awake`]), so that they do not fall asleep between two steps either.
-    fn pass(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
-        let mut pass =
-            || super::runtime::awake::with_workers_awake(|| self.pass_in_pool(steps, all_logits));
+    fn pass(&self, steps: &mut [SlotStep]) -> Result<Vec<f32>> {
+        let mut pass = || super::runtime::awake::with_workers_awake(|| self.pass_in_pool(steps));
         if rayon::current_thread_index().is_some() {
             return pass();
         }
@@ -198,7 +202,7 @@ impl Decoder {
         rayon::join(pass, || ()).0
     }
 
-    fn pass_in_pool(&self, steps: &mut [SlotStep], all_logits: bool) -> Result<Vec<f32>> {
+    fn pass_in_pool(&self, steps: &mut [SlotStep]) -> Result<Vec<f32>> {
         let mut tokens = Vec::new();
         for step in steps.iter() {
             if step.tokens.is_empty() {
@@ -257,20 +261,22 @@ impl Decoder {
         for seg in segments.iter_mut() {
             seg.cache.commit(seg.tokens);
         }
-        let x = if all_logits && steps.len() == 1 {
+        let wanted: Vec<bool> = steps.iter().map(|s| s.all_logits).collect();
+        let x = if wanted.iter().all(|&w| w) {
             x
         } else {
-            // The last row of each step.
-            let mut last = Vec::with_capacity(steps.len() * e);
+            // The last row of each step, every row of a step that wants them all.
+            let mut kept = Vec::with_capacity(steps.len() * e);
             let mut end = 0;
-            for (_, n) in &spans {
+            for (&(_, n), &all) in spans.iter().zip(&wanted) {
+                let first = if all { end } else { end + n - 1 };
                 end += n;
-                last.extend_from_slice(&x[(end - 1) * e..end * e]);
+                kept.extend_from_slice(&x[first * e..end * e]);
             }
-            last
+            kept
         };
         let rows = x.len() / e;
-        debug_assert!(rows == steps.len() || rows == t);
+        debug_assert!(rows >= steps.len() && rows <= t);
         let mut x = x;
         vecmath::rms_norm_rows(&mut x, e, Some(&self.output_norm), self.cfg.rms_eps);
         // The logits leave the pass, so they are not taken from the pool: a pooled buffer

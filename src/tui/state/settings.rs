@@ -2,7 +2,7 @@
 //! parameters and the tool choice, and the small form that edits them one field at a time.
 
 use crate::protocol::sampling as ranges;
-use crate::protocol::{SamplingParams, ToolChoice};
+use crate::protocol::{SamplingParams, Speculation, ToolChoice};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -12,6 +12,8 @@ pub struct Settings {
     /// Whether the model may (auto), may not (none) or must (required) call one of the MCP
     /// servers' tools when it answers a question.
     pub tool_choice: ToolChoice,
+    /// Whether answers are decoded speculatively (the same answers, fewer passes).
+    pub speculation: Speculation,
 }
 
 /// The fields of the settings form, in the order shown.
@@ -26,10 +28,11 @@ pub enum Field {
     MaxTokens,
     Seed,
     ToolChoice,
+    Speculative,
 }
 
 impl Field {
-    pub const ALL: [Field; 9] = [
+    pub const ALL: [Field; 10] = [
         Field::SystemPrompt,
         Field::Temperature,
         Field::TopP,
@@ -39,6 +42,7 @@ impl Field {
         Field::MaxTokens,
         Field::Seed,
         Field::ToolChoice,
+        Field::Speculative,
     ];
 
     pub fn label(self) -> &'static str {
@@ -52,6 +56,7 @@ impl Field {
             Field::MaxTokens => "Max tokens",
             Field::Seed => "Seed",
             Field::ToolChoice => "Tool choice",
+            Field::Speculative => "Speculative",
         }
     }
 
@@ -66,6 +71,7 @@ impl Field {
             Field::MaxTokens => "most tokens in one answer",
             Field::Seed => "same seed, same answer; empty = random",
             Field::ToolChoice => "MCP tools: auto, none, or required (a call first)",
+            Field::Speculative => "ngram: draft from the conversation, same answers; or off",
         }
     }
 
@@ -87,6 +93,7 @@ impl Field {
                 ToolChoice::Required => "required".into(),
                 ToolChoice::Named(name) => name.clone(),
             },
+            Field::Speculative => s.speculation.to_string(),
         }
     }
 
@@ -114,6 +121,9 @@ impl Field {
                     "required" => ToolChoice::Required,
                     _ => return Err("auto, none or required".into()),
                 }
+            }
+            Field::Speculative => {
+                s.speculation = t.parse().map_err(|_| Speculation::NAMES.to_string())?
             }
         }
         Ok(())
@@ -151,6 +161,7 @@ mod tests {
             sampling: SamplingParams::default(),
             max_tokens: 100,
             tool_choice: ToolChoice::Auto,
+            speculation: Speculation::Ngram,
         }
     }
 
@@ -172,6 +183,7 @@ mod tests {
         assert_eq!(s, settings());
         assert!(Field::MaxTokens.apply(&mut s, "0").is_err());
         assert!(Field::ToolChoice.apply(&mut s, "sometimes").is_err());
+        assert!(Field::Speculative.apply(&mut s, "draft").is_err());
         assert_eq!(s, settings());
         Field::ToolChoice.apply(&mut s, "Required").unwrap();
         assert_eq!(s.tool_choice, ToolChoice::Required);

@@ -139,6 +139,13 @@ impl LiveStats {
         }
     }
 
+    /// The last turn's speculative decoding: the fraction of drafts kept and the tokens per
+    /// forward pass; None while a turn runs or when the last one drafted nothing.
+    pub fn speculation(&self) -> Option<(f64, f64)> {
+        let last = self.last.as_ref().filter(|_| self.turn.is_none())?;
+        Some((last.acceptance()?, last.tokens_per_pass()?))
+    }
+
     /// Time to first token: live while generating, else the last turn's.
     pub fn ttft_s(&self) -> Option<f64> {
         match &self.turn {

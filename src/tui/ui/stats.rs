@@ -321,6 +321,10 @@ fn rate_rows(rows: &mut Vec<Row>, state: &State) {
         or_dash(s.generated(), |n| n.to_string()),
         plain,
     ));
+    if let Some((kept, per_pass)) = s.speculation() {
+        let value = format!("{:.0}% kept · {per_pass:.1} tok/pass", kept * 100.0);
+        rows.push(field(2, "drafts", value, plain));
+    }
     server_rows(rows, state);
 }
 

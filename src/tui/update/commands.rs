@@ -141,6 +141,7 @@ fn setting_name(field: Field) -> &'static str {
         Field::MaxTokens => "max_tokens",
         Field::Seed => "seed",
         Field::ToolChoice => "tool_choice",
+        Field::Speculative => "speculative",
     }
 }
 

@@ -25,6 +25,7 @@ impl Test {
             sampling: Default::default(),
             max_tokens: 16,
             tool_choice: Default::default(),
+            speculation: Default::default(),
         };
         let mut state = State::new(settings, 512, PathBuf::from("/models"), now);
         state.session.dir = PathBuf::from("/sessions");

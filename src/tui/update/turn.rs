@@ -107,6 +107,7 @@ fn generate_with(state: &mut State, tools: Option<ToolSet>, fx: &mut Vec<Effect>
     state.scroll.follow = true;
     fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
         tools,
+        speculation: state.settings.speculation,
         ..GenerateRequest::chat(
             turn_id,
             messages,
@@ -221,6 +222,7 @@ pub(super) fn continue_answer(state: &mut State, fx: &mut Vec<Effect>) {
     state.scroll.follow = true;
     fx.push(Effect::Send(EngineCommand::Generate(GenerateRequest {
         prompt: Prompt::Continue(messages),
+        speculation: state.settings.speculation,
         ..GenerateRequest::chat(
             turn_id,
             Vec::new(),

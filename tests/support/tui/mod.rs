@@ -49,6 +49,7 @@ pub fn settings() -> Settings {
         },
         max_tokens: 256,
         tool_choice: Default::default(),
+        speculation: Default::default(),
     }
 }
 
@@ -110,6 +111,7 @@ pub fn usage(prompt: usize, cached: usize, generated: usize, stop: StopReason) -
         stop: Some(stop),
         server: None,
         grammar_s: 0.0,
+        ..Usage::default()
     }
 }
 
