@@ -28,7 +28,7 @@ pub struct Config {
     pub models_dir: Option<PathBuf>,
     /// Models the chat keeps loaded at most (the one in use included), so that switching back
     /// to one costs no load (default [`DEFAULT_KEEP_LOADED`]; 1 releases each model when
-    /// another is picked).
+    /// another is picked; 0 is refused).
     pub keep_loaded: Option<usize>,
     /// Keep each model's repacked matrices in the cache directory, so later loads read them
     /// back instead of repacking (default true).
@@ -173,6 +173,9 @@ impl Config {
         if self.threads == Some(0) {
             return bad("threads", "at least 1");
         }
+        if self.keep_loaded == Some(0) {
+            return bad("keep_loaded", "at least 1 (the model in use)");
+        }
         let s = &self.sampling;
         let settings = [
             (ranges::TEMPERATURE, s.temperature),
@@ -246,7 +249,7 @@ impl Config {
     }
 
     pub fn keep_loaded(&self) -> usize {
-        self.keep_loaded.unwrap_or(DEFAULT_KEEP_LOADED).max(1)
+        self.keep_loaded.unwrap_or(DEFAULT_KEEP_LOADED)
     }
 
     /// Where loads keep repacked matrices, unless the config turns the cache off.
@@ -384,6 +387,14 @@ mod tests {
         assert_eq!(s.temperature, 0.2);
         assert_eq!(s.seed, Some(7));
         assert_eq!(s.top_k, SamplingParams::default().top_k);
+    }
+
+    #[test]
+    fn keeping_no_model_loaded_is_refused_with_the_least_there_is() {
+        let err = parse("keep_loaded = 0\n").unwrap_err().to_string();
+        assert!(err.contains("`keep_loaded` must be at least 1"), "{err}");
+        assert_eq!(parse("keep_loaded = 1\n").unwrap().keep_loaded(), 1);
+        assert_eq!(parse("").unwrap().keep_loaded(), DEFAULT_KEEP_LOADED);
     }
 
     #[test]
