@@ -51,6 +51,10 @@ impl Residents {
     /// least recently used leave while the machine's available memory would not hold it.
     pub fn make_room(&mut self, request: &LoadRequest) {
         self.kept.truncate(request.keep_loaded.saturating_sub(1));
+        // Nothing kept, nothing to release: the load reads the header itself.
+        if self.kept.is_empty() {
+            return;
+        }
         let Some(needed) = bytes_needed(request) else {
             return;
         };
