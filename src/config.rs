@@ -23,8 +23,13 @@ pub struct Config {
     pub cache_type: Option<CacheType>,
     pub threads: Option<usize>,
     pub max_tokens: Option<usize>,
-    /// Speculative decoding: ngram or off (the default).
+    /// Speculative decoding: ngram, draft (with the model's pair in `draft_models`) or off
+    /// (the default).
     pub speculative: Option<Speculation>,
+    /// Draft models: each key a model (a name `-m` takes), its value the smaller model with
+    /// the same vocabulary that drafts for it, e.g. `"qwen3-4b" = "qwen3-0.6b"`.
+    #[serde(default)]
+    pub draft_models: std::collections::BTreeMap<String, String>,
     pub models_dir: Option<PathBuf>,
     /// Models the chat keeps loaded at most (the one in use included), so that switching back
     /// to one costs no load (default [`DEFAULT_KEEP_LOADED`]; 1 releases each model when
@@ -333,6 +338,7 @@ mod tests {
         assert!(c.context_size.is_some() && c.threads.is_some() && c.max_tokens.is_some());
         assert!(c.models_dir.is_some() && c.sampling.temperature.is_some());
         assert_eq!(c.models.len(), 2);
+        assert_eq!(c.draft_models.len(), 2);
         assert_eq!(c.remotes.len(), 2);
         let gpu = &c.remotes[0];
         assert!(gpu.api_key_env.is_some() && gpu.models.is_some() && gpu.stall_timeout_s.is_some());

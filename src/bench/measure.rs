@@ -20,9 +20,10 @@ use crate::engine::generation::{Generator, TurnOptions, Unobserved};
 use crate::engine::gguf::GgufHeader;
 use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::weights::packed_cache;
-use crate::engine::model::{self, ModelConfig};
+use crate::engine::model::{self, CacheOptions, ModelConfig};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
+use crate::engine::speculative::{draft_model, SharedDraft};
 use crate::protocol::TurnObserver;
 use crate::protocol::Usage;
 use crate::protocol::{CacheType, Constraint};
@@ -49,9 +50,11 @@ pub struct MeasureOptions {
     pub warmup_runs: usize,
     /// Decode held to this JSON Schema (`--json-schema`): what the grammar costs per token.
     pub json_schema: Option<serde_json::Value>,
-    /// With `ngram`, speculative decoding is measured beside plain decode
+    /// With `ngram` or `draft`, speculative decoding is measured beside plain decode
     /// ([`super::speculation`]).
     pub speculation: Speculation,
+    /// The draft model `draft` drafts with.
+    pub draft_model: Option<PathBuf>,
 }
 
 /// Token ids that do not change between runs: tokenized once, outside the timings.
@@ -63,6 +66,8 @@ struct Prompts {
     depths: Vec<Vec<u32>>,
     /// The repetitive workload's prompt (models with a vocabulary).
     rewrite: Option<Vec<u32>>,
+    /// The draft model, when drafts come from one.
+    draft: Option<SharedDraft>,
 }
 
 /// Measures the model at `path` with the threads this process computes with.
@@ -73,7 +78,9 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
     let shape_only = header.get_str("tokenizer.ggml.model") == Some("no_vocab");
     let longest_prompt = opts.prompt_tokens.iter().copied().max().unwrap_or(0);
     let deepest = opts.depths.iter().copied().max().unwrap_or(0);
-    let (prompts, chat_len) = if shape_only {
+    // The tokenizer a draft model must share (models with a vocabulary).
+    let mut target_text = None;
+    let (mut prompts, chat_len) = if shape_only {
         let ids = |lengths: &[usize]| {
             lengths
                 .iter()
@@ -86,6 +93,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             passages: ids(&opts.prompt_tokens),
             depths: ids(&opts.depths),
             rewrite: None,
+            draft: None,
         };
         (prompts, SHAPE_ONLY_CHAT_TOKENS)
     } else {
@@ -101,11 +109,16 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             passages: passages(&opts.prompt_tokens)?,
             depths: passages(&opts.depths)?,
             rewrite: match opts.speculation {
-                Speculation::Ngram => Some(speculation::rewrite_prompt(&text)?),
+                Speculation::Ngram | Speculation::Draft => {
+                    Some(speculation::rewrite_prompt(&text)?)
+                }
                 Speculation::Off => None,
             },
+            draft: None,
         };
-        (prompts, prompt::chat_prompt(&text)?.len())
+        let chat_len = prompt::chat_prompt(&text)?.len();
+        target_text = Some(text);
+        (prompts, chat_len)
     };
     let rewrite_len = prompts.rewrite.as_ref().map_or(0, |r| r.len());
     let needed = longest_prompt
@@ -121,6 +134,15 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
     }
     let context_size = opts.context_size.max(needed);
     drop(header);
+    if let (Speculation::Draft, Some(path), Some(text)) =
+        (opts.speculation, &opts.draft_model, &target_text)
+    {
+        let cache = CacheOptions {
+            context: context_size,
+            cache_type: opts.cache_type,
+        };
+        prompts.draft = Some(draft_model::open(path, text, cache)?);
+    }
 
     let mut runs = Vec::with_capacity(opts.runs);
     let mut ttft_prompt_tokens = 0;
@@ -224,13 +246,18 @@ fn one_run(
     let (first_quarter, last_quarter) = quarter_rates(&clock.steps);
     let decode_tok_s = stats::steps_tok_s(&clock.steps);
     // Beside plain decode, never instead of it: the figures above stay comparable.
+    let drafts = match (opts.speculation, &prompts.draft) {
+        (Speculation::Draft, Some(draft)) => speculation::Drafts::Model(draft.clone()),
+        _ => speculation::Drafts::Lookup,
+    };
     let speculation = match (opts.speculation, &opts.json_schema) {
-        (Speculation::Ngram, None) => Some(speculation::measure(
+        (Speculation::Ngram | Speculation::Draft, None) => Some(speculation::measure(
             &mut generator,
             &chat,
             &options,
             decode_tok_s,
             prompts.rewrite.as_deref(),
+            &drafts,
         )?),
         _ => None,
     };

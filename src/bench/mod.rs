@@ -38,7 +38,12 @@ use summary::{BenchRecord, ModelReport};
 #[derive(Debug, Clone)]
 pub enum Target {
     /// A GGUF file, and the name to show for it.
-    File { name: String, path: PathBuf },
+    /// With `--speculative draft`, the draft model for it.
+    File {
+        name: String,
+        path: PathBuf,
+        draft: Option<PathBuf>,
+    },
     /// A catalogue entry measured by shape.
     Shape(&'static CatalogEntry),
 }
@@ -140,7 +145,11 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             }
         };
         for &threads in &opts.threads {
-            match measure_in_child(&prepared.path, threads, opts) {
+            let draft = match target {
+                Target::File { draft, .. } => draft.as_deref(),
+                Target::Shape(_) => None,
+            };
+            match measure_in_child(&prepared.path, draft, threads, opts) {
                 Ok(report) => records.push(BenchRecord::from_report(&name, report)),
                 Err(e) => {
                     eprintln!("taper bench: {name}: {e:#}");
@@ -182,7 +191,7 @@ struct Prepared {
 
 fn prepare(target: &Target, opts: &BenchOptions) -> Result<(String, Prepared)> {
     let entry = match target {
-        Target::File { name, path } => {
+        Target::File { name, path, .. } => {
             let prepared = Prepared {
                 path: path.clone(),
                 temp_dir: None,
@@ -225,6 +234,7 @@ fn write_shape(entry: &CatalogEntry, path: &Path) -> Result<()> {
 /// Re-executes this binary to measure one model at one thread count in a fresh process.
 fn measure_in_child(
     path: &Path,
+    draft: Option<&Path>,
     threads: Option<usize>,
     opts: &BenchOptions,
 ) -> Result<ModelReport> {
@@ -256,7 +266,12 @@ fn measure_in_child(
     if let Some(schema) = &opts.json_schema {
         cmd.arg("--json-schema").arg(schema);
     }
-    cmd.arg("--speculative").arg(opts.speculation.to_string());
+    match draft {
+        Some(draft) => cmd
+            .arg("--speculative")
+            .arg(format!("draft={}", draft.display())),
+        None => cmd.arg("--speculative").arg(opts.speculation.to_string()),
+    };
     let threads_text = threads.map_or("default".into(), |n| n.to_string());
     eprintln!(
         "taper bench: measuring {} with {threads_text} threads ({} warm-up + {} runs)",

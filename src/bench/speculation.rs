@@ -11,7 +11,8 @@ use crate::chat::Message;
 use crate::engine::answer_ids::AnswerIds;
 use crate::engine::generation::{Generator, TurnOptions};
 use crate::engine::prompt::ModelText;
-use crate::protocol::{SamplingParams, Speculation, Usage};
+use crate::engine::speculative::{DraftMemory, Drafter, SharedDraft};
+use crate::protocol::{SamplingParams, Usage};
 use crate::stats::{self, secs};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -107,25 +108,34 @@ pub struct VerifyCost {
     pub ratio: f64,
 }
 
-/// Greedy decode of `prompt` from an empty cache, timed step by step.
+/// Where drafts come from.
+pub enum Drafts {
+    Lookup,
+    Model(SharedDraft),
+}
+
+impl Drafts {
+    /// A drafter for one answer, a draft model's cache empty like the model's.
+    fn drafter(&self) -> Result<Drafter> {
+        Ok(match self {
+            Drafts::Lookup => Drafter::lookup(),
+            Drafts::Model(draft) => Drafter::model(draft.clone(), DraftMemory::new(draft)?),
+        })
+    }
+}
+
+/// Greedy decode of `prompt` from an empty cache, timed step by step, with `drafter`.
 fn decode(
     generator: &mut Generator,
     prompt: &[u32],
     options: &TurnOptions,
-    speculation: Speculation,
+    drafter: Option<Drafter>,
 ) -> Result<(f64, Usage)> {
     generator.model.truncate_cache(0);
     generator.cache.clear();
     let mut clock = StepClock::default();
     let usage = generator
-        .run_speculative(
-            prompt,
-            options,
-            None,
-            speculation,
-            Instant::now(),
-            &mut clock,
-        )?
+        .run_drafted(prompt, options, None, drafter, Instant::now(), &mut clock)?
         .usage;
     Ok((stats::steps_tok_s(&clock.steps), usage))
 }
@@ -136,12 +146,14 @@ fn workload(
     prompt: &[u32],
     options: &TurnOptions,
     plain_tok_s: Option<f64>,
+    drafts: &Drafts,
 ) -> Result<Workload> {
     let plain_tok_s = match plain_tok_s {
         Some(r) => r,
-        None => decode(generator, prompt, options, Speculation::Off)?.0,
+        None => decode(generator, prompt, options, None)?.0,
     };
-    let (speculative_tok_s, usage) = decode(generator, prompt, options, Speculation::Ngram)?;
+    let drafter = Some(drafts.drafter()?);
+    let (speculative_tok_s, usage) = decode(generator, prompt, options, drafter)?;
     Ok(Workload {
         plain_tok_s,
         speculative_tok_s,
@@ -159,10 +171,17 @@ pub fn measure(
     chat_options: &TurnOptions,
     chat_plain_tok_s: f64,
     rewrite: Option<&[u32]>,
+    drafts: &Drafts,
 ) -> Result<SpeculationFigures> {
     let (chat_figures, rewrite) = match rewrite {
         Some(rewrite) => {
-            let chat = workload(generator, chat, chat_options, Some(chat_plain_tok_s))?;
+            let chat = workload(
+                generator,
+                chat,
+                chat_options,
+                Some(chat_plain_tok_s),
+                drafts,
+            )?;
             let options = TurnOptions {
                 sampling: SamplingParams::greedy(),
                 max_tokens: REWRITE_TOKENS,
@@ -170,7 +189,7 @@ pub fn measure(
             };
             (
                 Some(chat),
-                Some(workload(generator, rewrite, &options, None)?),
+                Some(workload(generator, rewrite, &options, None, drafts)?),
             )
         }
         // Random weights: drafts would be kept by chance, not by what the text repeats.

@@ -244,6 +244,10 @@ pub(super) fn stream_answer(
 /// The local model `-m` names, as a load command.
 fn load_command(args: &AskArgs, config: &Config) -> Result<EngineCommand> {
     let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    let draft_model = args
+        .sampling
+        .speculative
+        .required_draft(&model_path, config)?;
     Ok(EngineCommand::Load(LoadRequest {
         model_path,
         tokenizer_json: args
@@ -256,6 +260,7 @@ fn load_command(args: &AskArgs, config: &Config) -> Result<EngineCommand> {
         chat_template: user_model.and_then(|m| m.chat_template),
         // One question, one model.
         keep_loaded: 1,
+        draft_model,
     }))
 }
 
@@ -284,10 +289,10 @@ pub fn stats_line(usage: &Usage, info: &ModelInfo) -> String {
     ) + &server_figures(usage)
 }
 
-/// Speculative decoding's share: the drafts kept and the tokens each forward pass gave
-/// (1 without it); nothing where no pass was counted (a remote model, one token).
+/// Speculative decoding's share: the drafts kept and the tokens each forward pass gave;
+/// nothing where no token was drafted (speculation off, or nothing worth guessing).
 fn speculation_figures(usage: &Usage) -> String {
-    let Some(per_pass) = usage.tokens_per_pass() else {
+    let Some(per_pass) = usage.tokens_per_pass().filter(|_| usage.drafted_tokens > 0) else {
         return String::new();
     };
     let kept = usage

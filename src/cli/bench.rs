@@ -5,6 +5,7 @@ use crate::bench;
 use crate::config::Config;
 use crate::engine::threads::set_threads;
 use crate::models::resolve;
+use crate::protocol::Speculation;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -66,8 +67,8 @@ pub struct BenchArgs {
     /// Hold the decode to the JSON Schema in FILE and report what the grammar costs per token.
     #[arg(long = "json-schema", value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
-    // ngram: decode with drafts measured beside plain decode (the chat and a code-rewrite
-    // workload) and the cost of verify passes; off: not measured.
+    // ngram or draft: decode with drafts measured beside plain decode (the chat and a
+    // code-rewrite workload) and the cost of verify passes; off: not measured.
     #[command(flatten)]
     pub speculative: SpeculativeArg,
     /// Internal: measure the one model given with -m in this process, print a JSON report.
@@ -78,7 +79,7 @@ pub struct BenchArgs {
 pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
     let mut targets = Vec::new();
     for arg in &args.models {
-        targets.push(bench_target(arg, config)?);
+        targets.push(bench_target(arg, &args.speculative, config)?);
     }
     for name in &args.shapes {
         targets.push(bench::Target::Shape(crate::catalog::lookup(name)?));
@@ -87,6 +88,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
         let (path, _) = resolve(None, config)?;
         targets.push(bench::Target::File {
             name: file_label(&path),
+            draft: bench_draft(&path, &args.speculative, config)?,
             path,
         });
     }
@@ -122,7 +124,7 @@ pub(super) fn bench(args: BenchArgs, config: &Config) -> Result<()> {
 }
 
 /// A `-m` argument for the bench: a file or model name, or a downloaded catalogue entry.
-fn bench_target(arg: &str, config: &Config) -> Result<bench::Target> {
+fn bench_target(arg: &str, speculative: &SpeculativeArg, config: &Config) -> Result<bench::Target> {
     let entry = crate::catalog::find(arg);
     match resolve(Some(arg), config) {
         Ok((path, _)) => {
@@ -130,7 +132,11 @@ fn bench_target(arg: &str, config: &Config) -> Result<bench::Target> {
                 Some(entry) if !std::path::Path::new(arg).is_file() => entry.name.clone(),
                 _ => file_label(&path),
             };
-            Ok(bench::Target::File { name, path })
+            Ok(bench::Target::File {
+                name,
+                draft: bench_draft(&path, speculative, config)?,
+                path,
+            })
         }
         // A catalogue model that is not downloaded can still be measured by its shape.
         Err(e) => match entry {
@@ -141,6 +147,18 @@ fn bench_target(arg: &str, config: &Config) -> Result<bench::Target> {
             )),
             _ => Err(e),
         },
+    }
+}
+
+/// The draft model of the model at `path`, when the bench measures drafting with one.
+fn bench_draft(
+    path: &std::path::Path,
+    speculative: &SpeculativeArg,
+    config: &Config,
+) -> Result<Option<PathBuf>> {
+    match speculative.resolve(config) {
+        Speculation::Draft => speculative.required_draft(path, config),
+        Speculation::Off | Speculation::Ngram => Ok(None),
     }
 }
 
@@ -177,7 +195,13 @@ pub(super) fn bench_measure_one(args: &BenchArgs) -> Result<()> {
             None => None,
         },
         // The parent always says.
-        speculation: args.speculative.speculative.unwrap_or_default(),
+        speculation: args.speculative.given().unwrap_or_default(),
+        draft_model: args
+            .speculative
+            .speculative
+            .as_ref()
+            .and_then(|c| c.draft.as_ref())
+            .map(PathBuf::from),
     })
 }
 

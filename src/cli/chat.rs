@@ -59,11 +59,7 @@ pub fn chat(args: ChatArgs, config: &Config) -> Result<()> {
         let s = &mut state.settings;
         s.sampling = args.sampling.over(s.sampling.clone());
         s.max_tokens = args.sampling.max_tokens.unwrap_or(s.max_tokens);
-        s.speculation = args
-            .sampling
-            .speculative
-            .speculative
-            .unwrap_or(s.speculation);
+        s.speculation = args.sampling.speculative.given().unwrap_or(s.speculation);
         if let Some(system) = args.system {
             s.system_prompt = system;
         }
@@ -112,6 +108,7 @@ fn start_model(
     let (path, user) = crate::models::resolve(Some(name), config)?;
     // Before the screen and the engine start: reading this one header here costs nothing.
     let mut entry = scan::describe(&path);
+    entry.draft = args.sampling.speculative.draft_model(&path, config)?;
     if let Some(user) = user {
         entry.name = user.name;
         entry.tokenizer = user.tokenizer;

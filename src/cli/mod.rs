@@ -15,6 +15,7 @@ mod serve;
 mod sessions;
 mod sessions_edit;
 mod sessions_find;
+mod speculative;
 mod values;
 
 pub use ask::{stats_line, AskArgs, TokenizeArgs};
@@ -25,10 +26,11 @@ pub use models::{ModelsAction, ModelsArgs};
 pub use perplexity::PerplexityArgs;
 pub use serve::ServeArgs;
 pub use sessions::{ExportArgs, SessionsAction, SessionsArgs};
+pub use speculative::SpeculativeArg;
 
 use crate::config::Config;
 use crate::paths;
-use crate::protocol::{CacheType, SamplingParams, Speculation};
+use crate::protocol::{CacheType, SamplingParams};
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -176,23 +178,6 @@ impl RepackCacheArg {
     /// Sets it for the process, before a model is loaded.
     pub fn apply(&self, config: &Config) {
         crate::engine::model::weights::packed_cache::configure(self.dir(config));
-    }
-}
-
-/// `--speculative`, of every command that generates.
-#[derive(Debug, Clone, Default, PartialEq, Args)]
-pub struct SpeculativeArg {
-    /// Draft tokens from the prompt and answer and verify them in one pass (ngram), or
-    /// decode a token a pass (off); the same answers either way [default: the config's,
-    /// off].
-    #[arg(long = "speculative", value_name = "ngram|off")]
-    pub speculative: Option<Speculation>,
-}
-
-impl SpeculativeArg {
-    /// The flag, else the config's, else the default.
-    pub fn resolve(&self, config: &Config) -> Speculation {
-        self.speculative.unwrap_or(config.speculation())
     }
 }
 

@@ -4,6 +4,7 @@ use super::{ModelArgs, RunArgs, SpeculativeArg};
 use crate::config::Config;
 use crate::engine::model::CacheOptions;
 use crate::models::resolve;
+use crate::protocol::Speculation;
 use crate::serve::log::LogFormat;
 use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
 use anyhow::{bail, Result};
@@ -76,6 +77,11 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
     // Before the (slow) model load: an address that needs a key is refused at once.
     serve::auth::check_bind(args.host, api_key.as_deref())?;
     let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
+    // Read before the server listens, and only when it drafts with it.
+    let draft_model = match args.speculative.resolve(config) {
+        Speculation::Draft => args.speculative.required_draft(&model_path, config)?,
+        Speculation::Off | Speculation::Ngram => None,
+    };
     let parallel = usize::from(args.parallel);
     let context = args.run.context_size(config);
     let default_max_tokens = args.max_tokens.unwrap_or(config.max_tokens());
@@ -103,6 +109,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         defaults: config.sampling(),
         default_max_tokens,
         speculation: args.speculative.resolve(config),
+        draft_model,
         connections: ConnectionLimits {
             header_timeout: Duration::from_secs(args.header_timeout),
             max_connections: MAX_CONNECTIONS,

@@ -79,13 +79,29 @@ impl Generator<'_> {
         self.run_speculative(prompt, options, grammar, Speculation::Off, asked, observer)
     }
 
-    /// [`Generator::run_held`], decoding as `speculation` says (the bench compares both).
+    /// [`Generator::run_held`], drafting by prompt lookup when `speculation` says so (a
+    /// draft model needs [`Generator::run_drafted`]).
     pub fn run_speculative(
         &mut self,
         prompt: &[u32],
         options: &TurnOptions,
         grammar: Option<Grammar>,
         speculation: Speculation,
+        asked: Instant,
+        observer: &mut dyn TurnObserver,
+    ) -> Result<TurnOutcome> {
+        let drafter = (speculation == Speculation::Ngram).then(Drafter::lookup);
+        self.run_drafted(prompt, options, grammar, drafter, asked, observer)
+    }
+
+    /// [`Generator::run_held`], with `drafter` guessing tokens ahead (the bench compares
+    /// decoding with and without).
+    pub fn run_drafted(
+        &mut self,
+        prompt: &[u32],
+        options: &TurnOptions,
+        grammar: Option<Grammar>,
+        mut drafter: Option<Drafter>,
         asked: Instant,
         observer: &mut dyn TurnObserver,
     ) -> Result<TurnOutcome> {
@@ -109,7 +125,6 @@ impl Generator<'_> {
 
         let mut decoding =
             Decoding::new(self.tokenizer, options, asked, outcome.usage).with_grammar(grammar);
-        let mut drafter = (speculation == Speculation::Ngram).then(Drafter::new);
         let mut drafts = Vec::new();
         let mut first = true;
         let stop = loop {

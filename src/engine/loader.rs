@@ -140,5 +140,6 @@ fn model_info(header: &GgufHeader, model: &dyn LanguageModel) -> Result<ModelInf
         tokens: Default::default(),
         kept_loaded: false,
         resident: Vec::new(),
+        draft_model: None,
     })
 }

@@ -6,7 +6,7 @@ pub mod listing;
 pub mod pull;
 mod resolve;
 
-pub use resolve::resolve;
+pub use resolve::{paired_draft, resolve};
 
 use crate::catalog::{self, CatalogEntry};
 use crate::config::Config;

@@ -3,8 +3,8 @@
 
 use crate::config::{Config, UserModel};
 use crate::paths;
-use anyhow::{anyhow, bail, Result};
-use std::path::PathBuf;
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
 
 /// The model file for `arg` (or the config's default model), and the config's extras for it.
 pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<UserModel>)> {
@@ -38,6 +38,28 @@ pub fn resolve(arg: Option<&str>, config: &Config) -> Result<(PathBuf, Option<Us
             None => Err(err),
         },
     }
+}
+
+/// The draft model the config pairs with the model at `target` under `[draft_models]`, if
+/// any: a key naming the same file (however it is named) gives its value.
+pub fn paired_draft(target: &Path, config: &Config) -> Result<Option<PathBuf>> {
+    let target = same_file_key(target);
+    for (model, draft) in &config.draft_models {
+        let Ok((path, _)) = resolve(Some(model), config) else {
+            continue; // A pair for a model not here is no concern of this one.
+        };
+        if same_file_key(&path) == target {
+            let (draft_path, _) = resolve(Some(draft), config)
+                .with_context(|| format!("draft model {draft:?} for {model:?} in the config"))?;
+            return Ok(Some(draft_path));
+        }
+    }
+    Ok(None)
+}
+
+/// A path to compare files by: the canonical one where the file exists.
+fn same_file_key(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn not_downloaded(name: &str) -> anyhow::Error {

@@ -40,6 +40,8 @@ pub struct ModelInfo {
     pub kept_loaded: bool,
     /// The other models kept loaded beside this one, most recently used first.
     pub resident: Vec<PathBuf>,
+    /// The draft model requests with `Speculation::Draft` draft with, if one was named.
+    pub draft_model: Option<PathBuf>,
 }
 
 /// A text's length in a model's tokens, for a client that wants to know before it sends

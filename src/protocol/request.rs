@@ -24,6 +24,9 @@ pub struct LoadRequest {
     /// this one is read). The least recently used leaves first, and any leave when the
     /// machine's available memory would not hold this one.
     pub keep_loaded: usize,
+    /// A smaller model with the same vocabulary that drafts tokens for requests with
+    /// [`Speculation::Draft`]; loaded with the first such request.
+    pub draft_model: Option<PathBuf>,
 }
 
 impl LoadRequest {
@@ -35,6 +38,7 @@ impl LoadRequest {
             && self.context_size == other.context_size
             && self.cache_type == other.cache_type
             && self.chat_template == other.chat_template
+            && self.draft_model == other.draft_model
     }
 }
 

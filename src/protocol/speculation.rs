@@ -18,10 +18,14 @@ pub enum Speculation {
     /// Prompt lookup: the tokens that followed the last few tokens' earlier occurrence in
     /// the prompt or the answer are drafted and verified together.
     Ngram,
+    /// A smaller draft model with the same vocabulary guesses a few tokens, which are
+    /// verified together: the draft the model was loaded with (`--speculative draft=MODEL`,
+    /// or its pair under `[draft_models]` in the config). Without one, a token a pass.
+    Draft,
 }
 
 impl Speculation {
-    pub const NAMES: &'static str = "ngram or off";
+    pub const NAMES: &'static str = "ngram, draft or off";
 }
 
 impl fmt::Display for Speculation {
@@ -29,6 +33,7 @@ impl fmt::Display for Speculation {
         f.write_str(match self {
             Speculation::Off => "off",
             Speculation::Ngram => "ngram",
+            Speculation::Draft => "draft",
         })
     }
 }
@@ -39,6 +44,7 @@ impl FromStr for Speculation {
         Ok(match s.trim().to_ascii_lowercase().as_str() {
             "off" | "none" => Speculation::Off,
             "ngram" | "n-gram" | "lookup" => Speculation::Ngram,
+            "draft" => Speculation::Draft,
             other => bail!("unknown speculation {other:?}: use {}", Self::NAMES),
         })
     }
@@ -50,9 +56,9 @@ mod tests {
 
     #[test]
     fn speculation_reads_back_what_it_writes() {
-        for s in [Speculation::Off, Speculation::Ngram] {
+        for s in [Speculation::Off, Speculation::Ngram, Speculation::Draft] {
             assert_eq!(s.to_string().parse::<Speculation>().unwrap(), s);
         }
-        assert!("draft".parse::<Speculation>().is_err());
+        assert!("medusa".parse::<Speculation>().is_err());
     }
 }

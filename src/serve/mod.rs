@@ -50,6 +50,8 @@ pub struct ServeOptions {
     pub defaults: SamplingParams,
     pub default_max_tokens: usize,
     pub speculation: Speculation,
+    /// The draft model of `Speculation::Draft`.
+    pub draft_model: Option<PathBuf>,
     pub connections: http::ConnectionLimits,
     pub body_timeout: Duration,
     /// Threads of the HTTP runtime (the engine computes on its own pool).
@@ -82,7 +84,10 @@ pub fn serve(options: ServeOptions) -> Result<()> {
         eprintln!("taper: {notice}");
     }
     let context = loaded.info.context_size;
-    let local = LocalModel::new(loaded)?;
+    let mut local = LocalModel::new(loaded)?;
+    if let Some(draft) = &options.draft_model {
+        local = local.with_draft_read(draft.clone())?;
+    }
     let (text, answers) = (local.text.clone(), local.answers.clone());
     // The grammar compiler (the vocabulary's trie, up to a second for a large vocabulary) is
     // built while the server starts, not in the first constrained request's time.

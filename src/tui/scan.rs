@@ -21,6 +21,12 @@ pub struct ModelSources {
 pub fn scan(sources: &ModelSources) -> Vec<ModelEntry> {
     let local = models::discover(&sources.config, &sources.hub);
     let mut entries: Vec<ModelEntry> = local.iter().map(entry_for).collect();
+    for entry in &mut entries {
+        // A pair whose draft is not here yet leaves the model without one, as if unpaired.
+        entry.draft = models::paired_draft(&entry.path, &sources.config)
+            .ok()
+            .flatten();
+    }
     for e in catalog::entries() {
         if local
             .iter()

@@ -18,6 +18,15 @@ fn greedy() -> SamplingParams {
 }
 
 pub(crate) fn engine_with(file: &str, context_size: usize) -> EngineHandle {
+    engine_drafting(file, context_size, None)
+}
+
+/// [`engine_with`], the model loaded with `draft_model` to draft with.
+pub(crate) fn engine_drafting(
+    file: &str,
+    context_size: usize,
+    draft_model: Option<std::path::PathBuf>,
+) -> EngineHandle {
     let mut engine = EngineHandle::spawn().unwrap();
     engine
         .send(EngineCommand::Load(LoadRequest {
@@ -27,6 +36,7 @@ pub(crate) fn engine_with(file: &str, context_size: usize) -> EngineHandle {
             cache_type: Default::default(),
             chat_template: None,
             keep_loaded: 1,
+            draft_model,
         }))
         .unwrap();
     match engine.recv_blocking() {

@@ -15,6 +15,7 @@ fn request(file: &str, keep_loaded: usize) -> LoadRequest {
         cache_type: Default::default(),
         chat_template: None,
         keep_loaded,
+        draft_model: None,
     }
 }
 

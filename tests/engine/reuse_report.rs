@@ -103,6 +103,7 @@ fn conversation(file: &str) {
             cache_type: Default::default(),
             chat_template: None,
             keep_loaded: 1,
+            draft_model: None,
         }))
         .unwrap();
     assert!(matches!(

@@ -13,6 +13,7 @@ use taper::engine::loader::{self, OpenOptions};
 use taper::engine::model::{CacheOptions, LanguageModel};
 use taper::engine::prefix_cache::PrefixCache;
 use taper::engine::prompt::ModelText;
+use taper::engine::speculative::Drafter;
 use taper::engine::{EngineCommand, EngineHandle};
 use taper::protocol::{EngineEvent, GenerateRequest, SamplingParams, Speculation};
 use taper::protocol::{StopReason, Usage};
@@ -46,7 +47,7 @@ fn prompts() -> Vec<String> {
     p
 }
 
-fn greedy() -> SamplingParams {
+pub(crate) fn greedy() -> SamplingParams {
     SamplingParams {
         temperature: 0.0,
         repeat_penalty: 1.0,
@@ -66,14 +67,14 @@ fn greedy_penalised() -> SamplingParams {
     }
 }
 
-struct Local {
-    model: Box<dyn LanguageModel>,
-    text: ModelText,
-    cache: PrefixCache,
+pub(crate) struct Local {
+    pub model: Box<dyn LanguageModel>,
+    pub text: ModelText,
+    pub cache: PrefixCache,
 }
 
 impl Local {
-    fn open(file: &str, context: usize) -> Self {
+    pub fn open(file: &str, context: usize) -> Self {
         let path = common::real_model(file);
         let loaded = loader::open(&path, &OpenOptions::new(CacheOptions::new(context))).unwrap();
         let (model, text) = loaded.into_text().unwrap();
@@ -84,18 +85,19 @@ impl Local {
         }
     }
 
-    fn ids(&self, question: &str) -> Vec<u32> {
+    pub fn ids(&self, question: &str) -> Vec<u32> {
         self.text
             .chat_ids(&[Message::user(question)], &Default::default())
             .expect("the prompt renders")
     }
 
-    /// `prompt` answered on a cache that keeps only what it shares with it.
-    fn answer(
+    /// `prompt` answered on a cache that keeps only what it shares with it, with `drafter`
+    /// guessing ahead.
+    pub fn answer_drafted(
         &mut self,
         prompt: &[u32],
         options: &TurnOptions,
-        speculation: Speculation,
+        drafter: Option<Drafter>,
     ) -> TurnOutcome {
         let mut generator = Generator {
             model: self.model.as_mut(),
@@ -103,11 +105,11 @@ impl Local {
             tokenizer: Some(&self.text.tokenizer),
         };
         generator
-            .run_speculative(
+            .run_drafted(
                 prompt,
                 options,
                 None,
-                speculation,
+                drafter,
                 Instant::now(),
                 &mut Unobserved,
             )
@@ -115,9 +117,15 @@ impl Local {
     }
 }
 
-fn same_greedy_ids(file: &str) {
-    let mut local = Local::open(file, 1024);
-    let mut kept_somewhere = 0;
+/// Every prompt of [`prompts`] answered greedily (with and without penalties, in turn) plain
+/// and with `drafter`'s drafts: the same ids, text and stop; each answer's usage both ways.
+pub(crate) fn same_greedy_answers(
+    local: &mut Local,
+    label: &str,
+    max_tokens: usize,
+    drafter: impl Fn() -> Option<Drafter>,
+) -> Vec<(Usage, Usage)> {
+    let mut usages = Vec::new();
     for (i, question) in prompts().iter().enumerate() {
         let sampling = if i % 2 == 0 {
             greedy()
@@ -126,27 +134,34 @@ fn same_greedy_ids(file: &str) {
         };
         let options = TurnOptions {
             sampling,
-            max_tokens: 96,
+            max_tokens,
             stop_at_end_of_turn: true,
         };
         let prompt = local.ids(question);
-        let plain = local.answer(&prompt, &options, Speculation::Off);
-        let fast = local.answer(&prompt, &options, Speculation::Ngram);
-        assert_eq!(plain.ids, fast.ids, "{file}: {question:?}");
-        assert_eq!(plain.text, fast.text, "{file}: {question:?}");
-        assert_eq!(plain.usage.stop, fast.usage.stop, "{file}: {question:?}");
+        let plain = local.answer_drafted(&prompt, &options, None);
+        let fast = local.answer_drafted(&prompt, &options, drafter());
+        assert_eq!(plain.ids, fast.ids, "{label}: {question:?}");
+        assert_eq!(plain.text, fast.text, "{label}: {question:?}");
+        assert_eq!(plain.usage.stop, fast.usage.stop, "{label}: {question:?}");
         assert_eq!(plain.usage.drafted_tokens, 0);
         let u = &fast.usage;
         eprintln!(
-            "{file}: {question:.40?}: {} tokens, {}/{} drafts kept, {} passes",
+            "{label}: {question:.40?}: {} tokens, {}/{} drafts kept, {} passes",
             u.generated_tokens, u.accepted_tokens, u.drafted_tokens, u.decode_passes
         );
-        if u.accepted_tokens > 0 {
+        usages.push((plain.usage, fast.usage));
+    }
+    usages
+}
+
+fn same_greedy_ids(file: &str) {
+    let mut local = Local::open(file, 1024);
+    let usages = same_greedy_answers(&mut local, file, 96, || Some(Drafter::lookup()));
+    let mut kept_somewhere = 0;
+    for (plain, fast) in &usages {
+        if fast.accepted_tokens > 0 {
             kept_somewhere += 1;
-            assert!(
-                u.decode_passes < plain.usage.decode_passes,
-                "{file}: {question:?}"
-            );
+            assert!(fast.decode_passes < plain.decode_passes, "{file}");
         }
     }
     // The repetitive prompts exercise the verify path, not only plain decode steps.
@@ -167,7 +182,7 @@ fn greedy_ids_are_the_same_with_and_without_speculation_on_gemma3() {
 }
 
 /// What the host streamed for one request: text, usage, or the failure.
-fn hosted(engine: &mut EngineHandle, request: GenerateRequest) -> (String, Usage) {
+pub(crate) fn hosted(engine: &mut EngineHandle, request: GenerateRequest) -> (String, Usage) {
     engine
         .send(EngineCommand::Generate(request))
         .expect("the engine takes the request");
@@ -183,7 +198,12 @@ fn hosted(engine: &mut EngineHandle, request: GenerateRequest) -> (String, Usage
     }
 }
 
-fn request(turn_id: u64, question: &str, max_tokens: usize, s: Speculation) -> GenerateRequest {
+pub(crate) fn request(
+    turn_id: u64,
+    question: &str,
+    max_tokens: usize,
+    s: Speculation,
+) -> GenerateRequest {
     GenerateRequest {
         speculation: s,
         ..GenerateRequest::chat(
@@ -300,6 +320,20 @@ fn a_cancel_mid_draft_ends_the_answer_and_the_next_one_is_unchanged() {
 
 /// The answers of `runs` seeds at temperature 1: their first `positions` tokens.
 fn sampled_prefixes(local: &mut Local, prompt: &[u32], s: Speculation, runs: u64) -> Vec<Vec<u32>> {
+    let seeds = if s == Speculation::Off { 0 } else { 1 << 32 };
+    let drafter = || (s == Speculation::Ngram).then(Drafter::lookup);
+    sampled_prefixes_drafted(local, prompt, seeds, runs, drafter)
+}
+
+/// [`sampled_prefixes`] with seeds from `first_seed` on and `drafter` making each answer's
+/// drafter.
+pub(crate) fn sampled_prefixes_drafted(
+    local: &mut Local,
+    prompt: &[u32],
+    first_seed: u64,
+    runs: u64,
+    drafter: impl Fn() -> Option<Drafter>,
+) -> Vec<Vec<u32>> {
     (0..runs)
         .map(|seed| {
             let options = TurnOptions {
@@ -309,13 +343,13 @@ fn sampled_prefixes(local: &mut Local, prompt: &[u32], s: Speculation, runs: u64
                     top_p: 1.0,
                     min_p: 0.0,
                     repeat_penalty: 1.0,
-                    seed: Some(seed + if s == Speculation::Off { 0 } else { 1 << 32 }),
+                    seed: Some(first_seed + seed),
                     ..SamplingParams::default()
                 },
                 max_tokens: 6,
                 stop_at_end_of_turn: false,
             };
-            local.answer(prompt, &options, s).ids
+            local.answer_drafted(prompt, &options, drafter()).ids
         })
         .collect()
 }
@@ -377,7 +411,13 @@ fn sampled_answers_keep_the_model_distribution_with_speculation() {
     let runs = 300;
     let plain = sampled_prefixes(&mut local, &prompt, Speculation::Off, runs);
     let fast = sampled_prefixes(&mut local, &prompt, Speculation::Ngram, runs);
-    // Each position's token given the one before: the joint of two consecutive positions.
+    assert_same_distribution(&plain, &fast);
+}
+
+/// Sampled answers `plain` and `fast` pass a chi-square test of coming from one distribution
+/// at every position: each position's token given the one before (the joint of two
+/// consecutive positions).
+pub(crate) fn assert_same_distribution(plain: &[Vec<u32>], fast: &[Vec<u32>]) {
     for position in 1..6 {
         let pairs = |answers: &[Vec<u32>]| -> Vec<String> {
             answers
@@ -386,7 +426,7 @@ fn sampled_answers_keep_the_model_distribution_with_speculation() {
                 .map(|a| format!("{} {}", a[position - 1], a[position]))
                 .collect()
         };
-        let (chi, df) = chi_square(&pairs(&plain), &pairs(&fast));
+        let (chi, df) = chi_square(&pairs(plain), &pairs(fast));
         eprintln!("position {position}: χ² {chi:.1} with {df} degrees of freedom");
         assert!(
             chi < critical(df),

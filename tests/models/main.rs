@@ -1,5 +1,5 @@
 //! `taper models` in one binary: hub downloads against a local hub server, local models, the
-//! repack cache, and what `taper ask` takes in.
+//! repack cache, draft models, and what `taper ask` takes in.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -7,6 +7,7 @@ mod common;
 mod hub_server;
 
 mod ask_input;
+mod draft_models;
 mod hub;
 mod local;
 mod repack_cache;

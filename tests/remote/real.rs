@@ -206,6 +206,7 @@ fn a_conversation_moves_local_remote_local_with_its_history() {
         cache_type: Default::default(),
         chat_template: None,
         keep_loaded: 1,
+        draft_model: None,
     };
     engine.send(EngineCommand::Load(local.clone())).unwrap();
     loaded(&mut engine);

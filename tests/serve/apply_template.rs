@@ -6,7 +6,7 @@
 //! requests.
 
 use crate::common;
-use crate::gguf_template;
+use crate::gguf_copy;
 use crate::llama_server::LlamaServer;
 use crate::serve_support::{post, Server};
 use serde_json::{json, Value};
@@ -285,7 +285,7 @@ fn compare(spec: Spec) {
     let text = std::fs::read_to_string(&file).expect("read the template");
     let dir = tempfile::tempdir().expect("temp dir");
     let model = dir.path().join("model.gguf");
-    gguf_template::with_template(&common::real_model(common::SMOLLM2), &text, &model);
+    gguf_copy::with_template(&common::real_model(common::SMOLLM2), &text, &model);
     // The same template, given to llama-server as its file: bos and eos still come from the
     // vocabulary, and it starts in under a second, where with the copy in the GGUF it spent
     // about three seconds loading (measured here, not explained). No warm-up run either:

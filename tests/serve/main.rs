@@ -5,8 +5,8 @@
 
 #[path = "../support/common.rs"]
 mod common;
-#[path = "../support/gguf_template.rs"]
-mod gguf_template;
+#[path = "../support/gguf_copy.rs"]
+mod gguf_copy;
 #[path = "../support/llama_server.rs"]
 mod llama_server;
 #[path = "../support/serve.rs"]

@@ -105,6 +105,7 @@ fn a_local_model_and_a_remote_one_call_the_same_tools_the_same_way() {
             cache_type: Default::default(),
             chat_template: None,
             keep_loaded: 1,
+            draft_model: None,
         }))
         .unwrap();
     ready(&mut engine);

@@ -12,6 +12,7 @@
 //!   [`job`]: one request inside the host; [`stops`]: stop strings over streamed text.
 //! - [`remote`]: a remote model as a backend.
 
+mod draft;
 mod job;
 mod remote;
 mod resident;

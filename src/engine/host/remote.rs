@@ -57,6 +57,7 @@ pub(super) fn connect(target: RemoteTarget) -> Result<(Connected, ModelInfo)> {
         tokens: Default::default(),
         kept_loaded: false,
         resident: Vec::new(),
+        draft_model: None,
     };
     Ok((
         Connected {

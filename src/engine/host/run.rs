@@ -3,6 +3,7 @@
 //! taken in order, every failure (panics included) turned into a `Failed` event: the host
 //! never panics across the boundary.
 
+use super::draft::LazyDraft;
 use super::job::Job;
 use super::resident::{Resident, Residents};
 use super::scheduler::{SavedSlot, Scheduler};
@@ -15,6 +16,7 @@ use crate::protocol::{EngineEvent, LoadRequest, ModelInfo, StopReason, TurnObser
 use crate::stats::secs;
 use anyhow::Result;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -27,6 +29,8 @@ pub struct LocalModel {
     pub model: Box<dyn LanguageModel>,
     pub text: Arc<ModelText>,
     pub answers: Arc<Mutex<AnswerIds>>,
+    /// The smaller model that drafts for requests with `Speculation::Draft`, if one was named.
+    pub draft: LazyDraft,
 }
 
 impl LocalModel {
@@ -36,7 +40,25 @@ impl LocalModel {
             model,
             text: Arc::new(text),
             answers: Arc::new(Mutex::new(AnswerIds::default())),
+            draft: LazyDraft::default(),
         })
+    }
+
+    /// Drafts with the model at `path` (read with the first request that asks for it).
+    pub fn with_draft(mut self, path: Option<PathBuf>) -> Self {
+        self.draft = LazyDraft::new(path);
+        self
+    }
+
+    /// Drafts with the draft model at `path`, read now: the error says why it cannot draft.
+    pub fn with_draft_read(mut self, path: PathBuf) -> Result<Self> {
+        let cache = crate::engine::model::CacheOptions {
+            context: self.model.context_size(),
+            cache_type: self.model.cache_type(),
+        };
+        let draft = crate::engine::speculative::draft_model::open(&path, &self.text, cache)?;
+        self.draft = LazyDraft::ready(path, draft);
+        Ok(self)
     }
 }
 
@@ -135,10 +157,17 @@ impl Host {
             model,
             text,
             answers,
+            draft,
         } = in_use.local;
         let made = match in_use.slots {
-            Some(slots) => Ok(Scheduler::resume(model, &text, &answers, slots, &status)),
-            None => Scheduler::new(model, &text, &answers, self.slots, &status),
+            Some(slots) => Ok(Scheduler::resume(
+                (model, draft),
+                &text,
+                &answers,
+                slots,
+                &status,
+            )),
+            None => Scheduler::new((model, draft), &text, &answers, self.slots, &status),
         };
         let mut scheduler = match made {
             Ok(s) => s,
@@ -154,7 +183,7 @@ impl Host {
             Some(HostCommand::Unload) => "the model was unloaded",
             _ => "the engine is shutting down",
         });
-        let (model, slots) = scheduler.into_parts();
+        let ((model, draft), slots) = scheduler.into_parts();
         let left = in_use.loaded_by.map(|loaded_by| {
             let (request, info, notices) = *loaded_by;
             Resident {
@@ -163,6 +192,7 @@ impl Host {
                     model,
                     text,
                     answers,
+                    draft,
                 },
                 slots,
                 info,
@@ -208,7 +238,8 @@ impl Host {
         self.residents.make_room(request);
         let loaded = loader::open(&request.model_path, &OpenOptions::from(request))?;
         let (mut info, notices) = (loaded.info.clone(), loaded.notices.clone());
-        let local = LocalModel::new(loaded)?;
+        let local = LocalModel::new(loaded)?.with_draft(request.draft_model.clone());
+        info.draft_model = request.draft_model.clone();
         let text = local.text.clone();
         // A text the tokenizer cannot encode has no count; its length in bytes is a bound.
         info.tokens = crate::protocol::TokenCounter::new(move |t| {

@@ -5,6 +5,7 @@
 //! others decode, so the streams already running do not stall. The chat is this loop with one
 //! slot; `taper serve` with `--parallel` of them.
 
+use super::draft::LazyDraft;
 use super::job::Job;
 use super::slot::{Admitted, Continued, Slot, SlotObserver};
 use super::{HostCommand, Status};
@@ -15,8 +16,8 @@ use crate::engine::generation::{Step, PREFILL_CHUNK};
 use crate::engine::model::{self, KvCache, LanguageModel, SlotStep};
 use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
-use crate::engine::speculative::sample_positions;
-use crate::protocol::{Prompt, StopReason, Usage};
+use crate::engine::speculative::{sample_positions, DraftMemory};
+use crate::protocol::{Prompt, Speculation, StopReason, Usage};
 use crate::stats::human_bytes;
 use anyhow::{bail, Result};
 use std::collections::VecDeque;
@@ -40,8 +41,12 @@ struct Feed {
 /// steps' time, not a whole prefill chunk's.
 const PREFILL_BESIDE_DECODING: usize = 64;
 
+/// A local model and its draft model.
+pub type Models = (Box<dyn LanguageModel>, LazyDraft);
+
 pub struct Scheduler<'t> {
     model: Box<dyn LanguageModel>,
+    draft: LazyDraft,
     text: &'t ModelText,
     answers: &'t Mutex<AnswerIds>,
     slots: Vec<Slot<'t>>,
@@ -55,23 +60,24 @@ impl<'t> Scheduler<'t> {
     /// `slots` slots, each with a KV cache like the model's own; refused when their caches,
     /// all full, would need more memory than the machine has (the load checked one).
     pub fn new(
-        model: Box<dyn LanguageModel>,
+        models: Models,
         text: &'t ModelText,
         answers: &'t Mutex<AnswerIds>,
         slots: usize,
         status: &'t Status,
     ) -> Result<Self> {
-        check_slots_fit(model.as_ref(), slots)?;
+        let model = models.0.as_ref();
+        check_slots_fit(model, slots)?;
         let slots = (0..slots.max(1))
             .map(|_| model.new_cache().map(SavedSlot::new))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::resume(model, text, answers, slots, status))
+        Ok(Self::resume(models, text, answers, slots, status))
     }
 
     /// A model's scheduler again, its slots as [`Scheduler::into_parts`] left them (a switch
     /// back to a model kept loaded): each conversation's cached tokens are still there.
     pub fn resume(
-        model: Box<dyn LanguageModel>,
+        (model, draft): Models,
         text: &'t ModelText,
         answers: &'t Mutex<AnswerIds>,
         slots: Vec<SavedSlot>,
@@ -80,6 +86,7 @@ impl<'t> Scheduler<'t> {
         let clock = slots.iter().map(|s| s.last_used).max().unwrap_or(0);
         Self {
             model,
+            draft,
             text,
             answers,
             slots: slots.into_iter().map(SavedSlot::into_slot).collect(),
@@ -89,10 +96,10 @@ impl<'t> Scheduler<'t> {
         }
     }
 
-    /// The model and its slots, once [`Scheduler::close`] has ended every request.
-    pub fn into_parts(self) -> (Box<dyn LanguageModel>, Vec<SavedSlot>) {
+    /// The models and the slots, once [`Scheduler::close`] has ended every request.
+    pub fn into_parts(self) -> (Models, Vec<SavedSlot>) {
         let slots = self.slots.into_iter().map(SavedSlot::from_slot).collect();
-        (self.model, slots)
+        ((self.model, self.draft), slots)
     }
 
     /// Serves requests until a command that is not one arrives (a load, a connect, an unload,
@@ -182,10 +189,14 @@ impl<'t> Scheduler<'t> {
         }
     }
 
-    /// A request made ready: its grammar compiled (a bad one fails here, before any work),
-    /// its prompt's ids.
-    fn prompt_ids(&self, job: &Job, window: Window) -> Result<Admitted> {
+    /// A request made ready: its grammar compiled and its draft model read (either failing
+    /// here, before any work), its prompt's ids.
+    fn prompt_ids(&mut self, job: &Job, window: Window) -> Result<Admitted> {
         let request = &job.request;
+        let draft = match request.speculation {
+            Speculation::Draft => self.draft.get(self.model.as_ref(), self.text)?,
+            Speculation::Off | Speculation::Ngram => None,
+        };
         let constraint = match (&request.constraint, &request.tools) {
             (Some(constraint), _) => Some(constraint.clone()),
             (None, Some(tools)) if !request.is_raw() => self.text.tool_constraint(tools),
@@ -202,6 +213,7 @@ impl<'t> Scheduler<'t> {
             window,
             grammar,
             continued,
+            draft,
         })
     }
 
@@ -422,8 +434,9 @@ impl<'t> Scheduler<'t> {
     /// Ends slot `i`'s request; the slot keeps its cache for the next.
     fn release(&mut self, i: usize, stop: StopReason) -> Result<()> {
         let slot = &mut self.slots[i];
-        if let Some(active) = slot.active.take() {
+        if let Some(mut active) = slot.active.take() {
             self.status.busy.fetch_sub(1, Ordering::SeqCst);
+            slot.draft_memory = active.drafter.take().and_then(|d| d.into_memory());
             active.finish(stop, self.answers, self.text.template.tool_format())?;
         }
         Ok(())
@@ -489,6 +502,7 @@ fn check_slots_fit(model: &dyn LanguageModel, slots: usize) -> Result<()> {
 /// of its last conversation (no request: a closed scheduler has none).
 pub struct SavedSlot {
     cache: KvCache,
+    draft_memory: Option<DraftMemory>,
     prefix: PrefixCache,
     window: Window,
     last_used: u64,
@@ -498,6 +512,7 @@ impl SavedSlot {
     fn new(cache: KvCache) -> Self {
         Self {
             cache,
+            draft_memory: None,
             prefix: PrefixCache::default(),
             window: Window::default(),
             last_used: 0,
@@ -507,6 +522,7 @@ impl SavedSlot {
     fn from_slot(slot: Slot) -> Self {
         Self {
             cache: slot.cache,
+            draft_memory: slot.draft_memory,
             prefix: slot.prefix,
             window: slot.window,
             last_used: slot.last_used,
@@ -516,6 +532,7 @@ impl SavedSlot {
     fn into_slot<'t>(self) -> Slot<'t> {
         Slot {
             cache: self.cache,
+            draft_memory: self.draft_memory,
             prefix: self.prefix,
             window: self.window,
             active: None,

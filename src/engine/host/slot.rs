@@ -11,7 +11,7 @@ use crate::engine::generation::Decoding;
 use crate::engine::grammar::Grammar;
 use crate::engine::model::KvCache;
 use crate::engine::prefix_cache::PrefixCache;
-use crate::engine::speculative::Drafter;
+use crate::engine::speculative::{DraftMemory, Drafter, SharedDraft};
 use crate::engine::tokenizer::TextTokenizer;
 use crate::protocol::{EngineEvent, Speculation, StopReason, ToolChoice, TurnObserver, Usage};
 use crate::stats::secs;
@@ -23,6 +23,9 @@ use std::time::Instant;
 
 pub struct Slot<'t> {
     pub cache: KvCache,
+    /// The draft model's cache for the same sequence, kept between requests so the next turn
+    /// drafts without re-reading the conversation.
+    pub draft_memory: Option<DraftMemory>,
     pub prefix: PrefixCache,
     /// Which old messages the last conversation prompt left out; its next turn leaves out
     /// the same, so it keeps the cached start.
@@ -41,6 +44,8 @@ pub struct Admitted {
     pub window: Option<Window>,
     pub grammar: Option<Grammar>,
     pub continued: Option<Continued>,
+    /// The draft model, for a request that drafts with one.
+    pub draft: Option<SharedDraft>,
 }
 
 /// An answer cut short that a request goes on with: its text and ids, which end the prompt,
@@ -88,8 +93,22 @@ impl<'t> Slot<'t> {
             mut usage,
             grammar,
             continued,
+            draft,
             ..
         } = prompt;
+        let drafter = match job.request.speculation {
+            Speculation::Off => None,
+            Speculation::Ngram => Some(Drafter::lookup()),
+            Speculation::Draft => draft.and_then(|draft| {
+                let memory = match self.draft_memory.take() {
+                    Some(memory) => memory,
+                    // No cache for the draft model: the answer is not at stake, only its
+                    // speed.
+                    None => DraftMemory::new(&draft).ok()?,
+                };
+                Some(Drafter::model(draft, memory))
+            }),
+        };
         let prompt = &prompt[..];
         let reused = self.prefix.reusable_prefix(prompt);
         self.cache.truncate(reused);
@@ -120,7 +139,7 @@ impl<'t> Slot<'t> {
             stops: StopMatcher::new(job.request.stop.clone()),
             grammar,
             continued,
-            drafter: (job.request.speculation == Speculation::Ngram).then(Drafter::new),
+            drafter,
             job,
         });
     }
@@ -128,6 +147,7 @@ impl<'t> Slot<'t> {
     /// Forgets everything it holds (after a failure its cache is in an unknown state).
     pub fn reset(&mut self) {
         self.active = None;
+        self.draft_memory = None;
         self.cache.truncate(0);
         self.prefix.clear();
         self.window = Window::default();

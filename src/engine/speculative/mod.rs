@@ -1,7 +1,8 @@
-//! Speculative decoding by prompt lookup: tokens are guessed ahead from the sequence itself
-//! (quoting, editing code and summarising repeat what the prompt or the answer already
-//! holds), fed with the last sampled token in one forward pass, and kept while the model's
-//! own sampling agrees with them.
+//! Speculative decoding: tokens are guessed ahead, fed with the last sampled token in one
+//! forward pass, and kept while the model's own sampling agrees with them. The guesses come
+//! from the sequence itself (prompt lookup: quoting, editing code and summarising repeat
+//! what the prompt or the answer already holds) or from a smaller draft model that shares
+//! the model's vocabulary.
 //!
 //! Why it is exact: a pass's rows are batch-invariant, so the logits of a drafted position
 //! are bit for bit those a decode step would have computed there, and each position is
@@ -12,31 +13,64 @@
 //! first position that disagrees gives the token sampled there, and the cache is cut back to
 //! the tokens kept.
 //!
-//! [`lookup`] drafts, [`pace`] decides how many and when to rest, [`verify`] samples a pass.
+//! [`lookup`] and [`draft_model`] draft, [`pace`] decides how many and when to rest,
+//! [`verify`] samples a pass.
 
+pub mod draft_model;
 mod lookup;
 mod pace;
 mod verify;
 
+pub use draft_model::{DraftMemory, SharedDraft};
 pub use verify::{sample_positions, Verified};
 
+use draft_model::ModelDrafter;
 use pace::Pace;
 
-/// One answer's drafter: where to look, how far to guess, what it achieved.
-#[derive(Debug, Default)]
+/// One answer's drafter: where its guesses come from, how far to guess, what it achieved.
 pub struct Drafter {
     pace: Pace,
+    source: Source,
     /// The sequence with the token about to be fed, reused between steps.
     sequence: Vec<u32>,
 }
 
+enum Source {
+    Lookup,
+    Model(ModelDrafter),
+    /// A draft model whose pass failed: the answer goes on a token at a time.
+    Broken,
+}
+
 impl Drafter {
-    pub fn new() -> Self {
-        Self::default()
+    /// Drafts by prompt lookup.
+    pub fn lookup() -> Self {
+        Self::with(Source::Lookup)
+    }
+
+    /// Drafts with `model`, its cache for this sequence in `memory`.
+    pub fn model(model: SharedDraft, memory: DraftMemory) -> Self {
+        Self::with(Source::Model(ModelDrafter::new(model, memory)))
+    }
+
+    fn with(source: Source) -> Self {
+        Self {
+            pace: Pace::default(),
+            source,
+            sequence: Vec::new(),
+        }
+    }
+
+    /// The draft model's cache, for the sequence's next request (None for prompt lookup).
+    pub fn into_memory(self) -> Option<DraftMemory> {
+        match self.source {
+            Source::Model(drafter) => Some(drafter.into_memory()),
+            Source::Lookup | Source::Broken => None,
+        }
     }
 
     /// Tokens to feed after `next` (the token just sampled, which follows `history`), at most
-    /// `room` (what the context has left after `next`); empty when there is no match or the
+    /// `room` (what the context has left after `next`); empty when there is no guess or the
     /// drafter rests.
     pub fn propose(&mut self, history: &[u32], next: u32, room: usize) -> Vec<u32> {
         let most = self.pace.want().min(room);
@@ -46,7 +80,18 @@ impl Drafter {
         self.sequence.clear();
         self.sequence.extend_from_slice(history);
         self.sequence.push(next);
-        lookup::continuation(&self.sequence, most).to_vec()
+        match &mut self.source {
+            Source::Lookup => lookup::continuation(&self.sequence, most).to_vec(),
+            Source::Model(drafter) => match drafter.propose(&self.sequence, most) {
+                Ok(drafts) => drafts,
+                // Drafting only ever saves time; the answer itself is not at stake.
+                Err(_) => {
+                    self.source = Source::Broken;
+                    Vec::new()
+                }
+            },
+            Source::Broken => Vec::new(),
+        }
     }
 
     /// A pass verified `drafted` tokens and kept `accepted` of them.

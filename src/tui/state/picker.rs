@@ -24,6 +24,9 @@ pub struct ModelEntry {
     /// A remote server's model (`name` is `NAME/MODEL`); choosing it connects to it. An
     /// unreachable remote is listed with architecture `remote`, no target and its problem.
     pub remote: Option<crate::remote::RemoteTarget>,
+    /// The smaller model that drafts for it (`--speculative draft`): the flag's for the model
+    /// the chat starts with, else its pair under `[draft_models]` in the config.
+    pub draft: Option<PathBuf>,
 }
 
 impl ModelEntry {
@@ -45,6 +48,7 @@ impl ModelEntry {
             problem: None,
             download: None,
             remote: None,
+            draft: None,
         }
     }
 

@@ -71,7 +71,10 @@ impl Field {
             Field::MaxTokens => "most tokens in one answer",
             Field::Seed => "same seed, same answer; empty = random",
             Field::ToolChoice => "MCP tools: auto, none, or required (a call first)",
-            Field::Speculative => "ngram: draft from the conversation, same answers; or off",
+            Field::Speculative => {
+                "ngram: draft from the conversation; draft: with the model's draft model \
+                 ([draft_models] in the config); or off. The same answers"
+            }
         }
     }
 
@@ -183,7 +186,7 @@ mod tests {
         assert_eq!(s, settings());
         assert!(Field::MaxTokens.apply(&mut s, "0").is_err());
         assert!(Field::ToolChoice.apply(&mut s, "sometimes").is_err());
-        assert!(Field::Speculative.apply(&mut s, "draft").is_err());
+        assert!(Field::Speculative.apply(&mut s, "medusa").is_err());
         assert_eq!(s, settings());
         Field::ToolChoice.apply(&mut s, "Required").unwrap();
         assert_eq!(s.tool_choice, ToolChoice::Required);

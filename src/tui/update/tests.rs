@@ -55,6 +55,7 @@ impl Test {
                 tokens: Default::default(),
                 kept_loaded: false,
                 resident: vec![],
+                draft_model: None,
             },
             notices: vec![],
         }));

@@ -3,7 +3,7 @@
 
 use super::{attach, commands, sessions, tools};
 use crate::engine::EngineCommand;
-use crate::protocol::{GenerateRequest, LoadRequest, Prompt, ToolChoice, ToolSet};
+use crate::protocol::{GenerateRequest, LoadRequest, Prompt, Speculation, ToolChoice, ToolSet};
 use crate::tui::msg::Effect;
 use crate::tui::state::{AnswerStatus, Loading, ModelEntry, Phase, State, TurnSettings};
 
@@ -101,6 +101,20 @@ fn generate_with(state: &mut State, tools: Option<ToolSet>, fx: &mut Vec<Effect>
             sampling: state.settings.sampling.clone(),
             max_tokens: state.settings.max_tokens,
         }));
+    }
+    let undrafted = state.settings.speculation == Speculation::Draft
+        && state
+            .model
+            .loaded
+            .as_ref()
+            .is_some_and(|m| m.remote.is_none() && m.draft_model.is_none());
+    if undrafted {
+        // Said where it is read, rather than a silently slower answer.
+        state.status = Some(
+            "This model has no draft model: pair one under [draft_models] in the config, or \
+             /set speculative ngram"
+                .into(),
+        );
     }
     state.phase = Phase::Answering { turn_id };
     state.stats.start_turn(state.now);
@@ -255,6 +269,7 @@ pub(super) fn load(state: &mut State, entry: ModelEntry, fx: &mut Vec<Effect>) {
         cache_type: state.cache_type,
         chat_template: entry.chat_template.clone(),
         keep_loaded: state.keep_loaded,
+        draft_model: entry.draft.clone(),
     })));
     state.model.loading = Some(Loading {
         entry,

@@ -73,6 +73,7 @@ pub fn info(name: &str, arch: &str) -> ModelInfo {
         tokens: Default::default(),
         kept_loaded: false,
         resident: vec![],
+        draft_model: None,
     }
 }
 
