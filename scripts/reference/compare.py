@@ -5,7 +5,12 @@
 GGUF files and token ids must be identical. Logits may differ by float noise, because
 llama.cpp's kernels sum in other orders on other CPUs: 1e-5 for the F32 models, 5e-2 for the
 quantized ones (whose activations llama.cpp quantizes, and whose weight repacking depends on
-the CPU: it alone moves llama_q4_k by 1.5e-2). Greedy continuations must be the same.
+the CPU: it alone moves llama_q4_k by 1.5e-2). Gemma's F32 models get 2e-3: ggml computes
+their GELU by rounding its input to f16 and looking the result up in a table, so sum-order
+noise that tips one input across an f16 rounding boundary moves that activation by a whole
+table step (about 1e-3 near 1); made on an AMD Zen 2 (AVX2) against this copy from a Zen 4
+(AVX-512), gemma4_f32's logits moved by 3.6e-4 and every llama-family F32 model by under 1e-5.
+Greedy continuations must be the same.
 """
 
 import glob
@@ -49,7 +54,12 @@ def data_files(folder):
 
 def compare_json(name, want, got):
     problems = [f"{name}: {k} differs" for k in EXACT_KEYS if want.get(k) != got.get(k)]
-    tol = 1e-5 if want["tensor_types"] == ["F32"] else 5e-2
+    if want["tensor_types"] != ["F32"]:
+        tol = 5e-2
+    elif name.startswith("gemma"):
+        tol = 2e-3
+    else:
+        tol = 1e-5
     for key in LOGIT_KEYS:
         if key not in want:
             continue
