@@ -58,30 +58,48 @@ impl<'a, L> Mat<'a, L> {
     }
 }
 
-/// The kernels of a matmul, for 8, 4 and 1 activation rows at a time. `wide`: whether a
+/// Whether an implementation takes a tile of some size for a layout.
+type TileChoice = fn(Isa, Layout) -> bool;
+
+/// The kernels of a matmul, for 8, 4, 2 and 1 activation rows at a time. `wide`: whether a
 /// layout's kernel takes eight rows (those whose registers hold eight rows' sums; elsewhere
-/// four spill less). A row's result is the same bits whichever computes it.
-struct Dots<D8, D4, D1> {
-    wide: fn(Isa, Layout) -> bool,
+/// four spill less). A row's result is the same bits whichever computes it. Two rows at a
+/// time read the weights once where one at a time would read them twice: a speculative
+/// verify pass of two or three tokens, or a batch of two streams (where `pair` says so).
+struct Dots<D8, D4, D2, D1> {
+    wide: TileChoice,
+    /// Whether a layout's rows left after the tiles of four go two at a time.
+    pair: TileChoice,
     isa: Isa,
     dot8: D8,
     dot4: D4,
+    dot2: D2,
     dot1: D1,
 }
 
-impl<D8, D4, D1> Dots<D8, D4, D1> {
-    /// The three kernels, named with their signatures (so closures get them).
-    fn new<A, L>(isa: Isa, wide: fn(Isa, Layout) -> bool, dot8: D8, dot4: D4, dot1: D1) -> Self
+impl<D8, D4, D2, D1> Dots<D8, D4, D2, D1> {
+    /// The four kernels, named with their signatures (so closures get them).
+    fn new<A, L>(
+        isa: Isa,
+        (wide, pair): (TileChoice, TileChoice),
+        dot8: D8,
+        dot4: D4,
+        dot2: D2,
+        dot1: D1,
+    ) -> Self
     where
         D8: Fn(L, &[u8], &[&[A]; 8], &mut [[f32; 8]]),
         D4: Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]),
+        D2: Fn(L, &[u8], &[&[A]; 2], &mut [[f32; 2]]),
         D1: Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]),
     {
         Self {
             wide,
+            pair,
             isa,
             dot8,
             dot4,
+            dot2,
             dot1,
         }
     }
@@ -147,14 +165,17 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
     dots: Dots<
         impl Fn(L, &[u8], &[&[A]; 8], &mut [[f32; 8]]) + Sync,
         impl Fn(L, &[u8], &[&[A]; 4], &mut [[f32; 4]]) + Sync,
+        impl Fn(L, &[u8], &[&[A]; 2], &mut [[f32; 2]]) + Sync,
         impl Fn(L, &[u8], &[&[A]; 1], &mut [[f32; 1]]) + Sync,
     >,
 ) {
     let Dots {
         wide,
+        pair,
         isa,
         dot8,
         dot4,
+        dot2,
         dot1,
     } = dots;
     let Activations { rows, nb, k, acts } = input;
@@ -198,8 +219,8 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
         }));
     }
     // Within a chunk: activation rows eight (`wide`) or four at a time (they stay in L1),
-    // against each of the chunk's weight rows in turn (they stay in L2); the rows left over
-    // one at a time.
+    // against each of the chunk's weight rows in turn (they stay in L2); then two at a time,
+    // and the last row alone.
     let work = |task: Task| {
         let Task {
             mat,
@@ -216,6 +237,9 @@ fn matmul<A: Sync, L: Copy + Into<Layout> + Sync>(
             r = tiles(&dot8, m.layout, wch, &act, &mut dst, r);
         }
         r = tiles(&dot4, m.layout, wch, &act, &mut dst, r);
+        if pair(isa, m.layout.into()) {
+            r = tiles(&dot2, m.layout, wch, &act, &mut dst, r);
+        }
         for d in &mut dst[r..] {
             dot1(m.layout, wch, &[act(r)], d.as_chunks_mut::<1>().0);
             r += 1;
@@ -304,9 +328,10 @@ pub(super) fn quantized_matmul<'s, A: ActivationBlock>(
     };
     let dots = Dots::new(
         isa,
-        Isa::wide_tiles,
+        (Isa::wide_tiles, Isa::pair_tiles),
         |layout, w, a, o| A::dot::<8>(isa, layout, w, a, o),
         |layout, w, a, o| A::dot::<4>(isa, layout, w, a, o),
+        |layout, w, a, o| A::dot::<2>(isa, layout, w, a, o),
         |layout, w, a, o| A::dot::<1>(isa, layout, w, a, o),
     );
     matmul::<A, _>(&mut views, mats, input, dots);

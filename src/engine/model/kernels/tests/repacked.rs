@@ -87,6 +87,15 @@ fn check_repacked_into(
                 assert_eq!(eight, bits(&want), "{isa:?}: eight rows at a time");
                 let chunk = run::<4>(isa, packed_kind, later, &refs, rows - 16);
                 assert_eq!(bits(&chunk), bits(&want[16..]), "{isa:?}: a later chunk");
+                // Two at a time (a verify pass of two tokens), as in four.
+                for pair in [[0, 1], [2, 3]] {
+                    let two = run::<2>(isa, packed_kind, &packed, &pair.map(|r| refs[r]), rows);
+                    for (i, &r) in pair.iter().enumerate() {
+                        let paired: Vec<u32> = two.iter().map(|o| o[i].to_bits()).collect();
+                        let batched: Vec<u32> = want.iter().map(|o| o[r].to_bits()).collect();
+                        assert_eq!(paired, batched, "{isa:?} row {r} in two and in four");
+                    }
+                }
                 for (r, a) in refs.iter().enumerate() {
                     let one = run::<1>(isa, packed_kind, &packed, &[a], rows);
                     let alone: Vec<u32> = one.iter().map(|o| o[0].to_bits()).collect();

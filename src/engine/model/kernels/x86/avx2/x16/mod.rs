@@ -71,8 +71,9 @@ pub(super) fn groups<P: BytePath, const R: usize, const B: usize>(
             let mut acc = [[_mm256_setzero_ps(); 2]; R];
             for b in 0..nb {
                 let at = (g * nb + b) * B;
-                if R == 1 {
-                    // Decode streams the weights once from memory (see `prefetch_ahead`).
+                if R <= 2 {
+                    // Decode (and a verify pass of two, or two streams) reads each weight
+                    // once from memory (see `prefetch_ahead`).
                     prefetch_ahead(w, at, B);
                 }
                 block(arr(w, at), b, &mut acc);
