@@ -31,15 +31,6 @@ impl LazyDraft {
         }
     }
 
-    /// A draft model already read (a server reads it before it listens, so a bad one stops
-    /// it at once).
-    pub fn ready(path: PathBuf, draft: SharedDraft) -> Self {
-        Self {
-            path: Some(path),
-            state: State::Ready(draft),
-        }
-    }
-
     /// The draft model, read now if this is the first request that wants it, with a cache
     /// the size and number format of `target`'s; None when the model has no draft model.
     /// An error says why it cannot be read (a missing file, another vocabulary).

@@ -50,14 +50,11 @@ impl LocalModel {
         self
     }
 
-    /// Drafts with the draft model at `path`, read now: the error says why it cannot draft.
+    /// Drafts with the draft model at `path`, read now (a server reads it before it listens,
+    /// so a bad one stops it at once): the error says why it cannot draft.
     pub fn with_draft_read(mut self, path: PathBuf) -> Result<Self> {
-        let cache = crate::engine::model::CacheOptions {
-            context: self.model.context_size(),
-            cache_type: self.model.cache_type(),
-        };
-        let draft = crate::engine::speculative::draft_model::open(&path, &self.text, cache)?;
-        self.draft = LazyDraft::ready(path, draft);
+        self.draft = LazyDraft::new(Some(path));
+        self.draft.get(self.model.as_ref(), &self.text)?;
         Ok(self)
     }
 }

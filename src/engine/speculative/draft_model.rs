@@ -7,6 +7,7 @@
 use crate::engine::generation::PREFILL_CHUNK;
 use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::{CacheOptions, KvCache, LanguageModel, SlotStep};
+use crate::engine::prefix_cache::PrefixCache;
 use crate::engine::prompt::ModelText;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -67,7 +68,7 @@ pub struct ModelDrafter {
 /// requests, so the next turn of a conversation drafts without re-reading it.
 pub struct DraftMemory {
     cache: KvCache,
-    tokens: Vec<u32>,
+    tokens: PrefixCache,
 }
 
 impl DraftMemory {
@@ -76,7 +77,7 @@ impl DraftMemory {
         let cache = lock(model).new_cache()?;
         Ok(Self {
             cache,
-            tokens: Vec::new(),
+            tokens: PrefixCache::default(),
         })
     }
 }
@@ -101,19 +102,13 @@ impl ModelDrafter {
         }
         // What the cache holds that still matches: the rest (rejected drafts, a new turn)
         // goes. At least the last token is fed again, for its logits.
-        let shared = memory
-            .tokens
-            .iter()
-            .zip(sequence)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(sequence.len() - 1);
+        let shared = memory.tokens.reusable_prefix(sequence);
         memory.tokens.truncate(shared);
         memory.cache.truncate(shared);
         let mut logits = Vec::new();
         for chunk in sequence[shared..].chunks(PREFILL_CHUNK) {
             logits = feed(model.as_mut(), &mut memory.cache, chunk)?;
-            memory.tokens.extend_from_slice(chunk);
+            memory.tokens.extend(chunk);
         }
         let mut drafts = Vec::with_capacity(most);
         while let Some(token) = confident_argmax(&logits) {
@@ -122,7 +117,7 @@ impl ModelDrafter {
                 break;
             }
             logits = feed(model.as_mut(), &mut memory.cache, &[token])?;
-            memory.tokens.push(token);
+            memory.tokens.extend(&[token]);
         }
         Ok(drafts)
     }
