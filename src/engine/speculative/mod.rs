@@ -25,6 +25,7 @@ pub use draft_model::{DraftMemory, SharedDraft};
 pub use verify::{sample_positions, Verified};
 
 use draft_model::ModelDrafter;
+use lookup::Lookup;
 use pace::Pace;
 
 /// One answer's drafter: where its guesses come from, how far to guess, what it achieved.
@@ -36,7 +37,7 @@ pub struct Drafter {
 }
 
 enum Source {
-    Lookup,
+    Lookup(Lookup),
     Model(ModelDrafter),
     /// A draft model whose pass failed: the answer goes on a token at a time.
     Broken,
@@ -45,7 +46,7 @@ enum Source {
 impl Drafter {
     /// Drafts by prompt lookup.
     pub fn lookup() -> Self {
-        Self::with(Source::Lookup)
+        Self::with(Source::Lookup(Lookup::default()))
     }
 
     /// Drafts with `model`, its cache for this sequence in `memory`.
@@ -65,7 +66,7 @@ impl Drafter {
     pub fn into_memory(self) -> Option<DraftMemory> {
         match self.source {
             Source::Model(drafter) => Some(drafter.into_memory()),
-            Source::Lookup | Source::Broken => None,
+            Source::Lookup(_) | Source::Broken => None,
         }
     }
 
@@ -81,7 +82,7 @@ impl Drafter {
         self.sequence.extend_from_slice(history);
         self.sequence.push(next);
         match &mut self.source {
-            Source::Lookup => lookup::continuation(&self.sequence, most).to_vec(),
+            Source::Lookup(lookup) => lookup.propose(&self.sequence, most).to_vec(),
             Source::Model(drafter) => match drafter.propose(&self.sequence, most) {
                 Ok(drafts) => drafts,
                 // Drafting only ever saves time; the answer itself is not at stake.
@@ -97,5 +98,8 @@ impl Drafter {
     /// A pass verified `drafted` tokens and kept `accepted` of them.
     pub fn record(&mut self, drafted: usize, accepted: usize) {
         self.pace.record(drafted, accepted);
+        if let Source::Lookup(lookup) = &mut self.source {
+            lookup.record(drafted, accepted);
+        }
     }
 }
