@@ -13,7 +13,8 @@
 //! right after a change with no match at all, on the guess that the model swapped a token
 //! for one, was tried and dropped: on SmolLM2 the guesses were mostly wrong and their misses
 //! sent the drafter to rest. Near the copy is searched only while there is a copy: once a
-//! draft from it kept two tokens, until two drafts in a row keep nothing. Otherwise a chat
+//! draft from it kept two tokens, until drafts that keep nothing send the drafter to rest
+//! ([`Lookup::forget_copy`]). Otherwise a chat
 //! answer that matched three tokens somewhere once draws drafts from every common token
 //! near there (SmolLM2's fresh chat kept 12% of its drafts so, and decoded ×0.97).
 
@@ -33,18 +34,14 @@ pub struct Lookup {
     copy_distance: Option<usize>,
     /// Whether drafts from the copy were kept lately, so that a short match near it counts.
     copying: bool,
-    /// Drafts in a row that kept nothing.
-    misses: usize,
 }
 
 /// Tokens a draft must keep for its copy to count as one.
 const KEPT_TO_COPY: usize = 2;
-/// Drafts in a row that keep nothing before the copy no longer counts.
-const MISSES_TO_STOP: usize = 2;
 
 /// Where a draft is copied from and how long a suffix matched there.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Source {
+struct Match {
     from: usize,
     matched: usize,
 }
@@ -58,40 +55,35 @@ impl Lookup {
             .flatten()
             .and_then(|distance| nearby_match(sequence, len.checked_sub(distance)?));
         // The longer match is the stronger clue; on a tie the copy that was going on wins.
-        let source = match (anywhere, nearby) {
+        let found = match (anywhere, nearby) {
             (Some(a), Some(n)) if a.matched > n.matched => Some(a),
             (a, None) => a,
             (_, n) => n,
         };
-        let Some(source) = source else {
+        let Some(found) = found else {
             return &[];
         };
-        self.copy_distance = Some(len - source.from);
-        &sequence[source.from..(source.from + most).min(len)]
+        self.copy_distance = Some(len - found.from);
+        &sequence[found.from..(found.from + most).min(len)]
     }
 
     /// A pass verified `drafted` tokens and kept `accepted` of them.
     pub fn record(&mut self, drafted: usize, accepted: usize) {
-        if drafted == 0 {
-            return;
-        }
-        if accepted >= KEPT_TO_COPY.min(drafted) {
+        if drafted > 0 && accepted >= KEPT_TO_COPY.min(drafted) {
             self.copying = true;
         }
-        if accepted > 0 {
-            self.misses = 0;
-        } else {
-            self.misses += 1;
-            if self.misses >= MISSES_TO_STOP {
-                self.copying = false;
-            }
-        }
+    }
+
+    /// The copy no longer counts: its drafts stopped being kept (the drafter went to rest
+    /// after passes that kept nothing).
+    pub fn forget_copy(&mut self) {
+        self.copying = false;
     }
 }
 
 /// The latest earlier occurrence of the longest suffix of LONGEST down to
 /// SHORTEST_ANYWHERE tokens.
-fn latest_match(sequence: &[u32]) -> Option<Source> {
+fn latest_match(sequence: &[u32]) -> Option<Match> {
     let len = sequence.len();
     for n in (SHORTEST_ANYWHERE..=LONGEST).rev() {
         if len <= n {
@@ -101,7 +93,7 @@ fn latest_match(sequence: &[u32]) -> Option<Source> {
         // Latest first: the nearest repetition is the likeliest to go on the same way. A
         // start at len - n would be the suffix itself.
         if let Some(start) = (0..len - n).rev().find(|&s| sequence[s..s + n] == *suffix) {
-            return Some(Source {
+            return Some(Match {
                 from: start + n,
                 matched: n,
             });
@@ -113,7 +105,7 @@ fn latest_match(sequence: &[u32]) -> Option<Source> {
 /// The best place within NEARBY tokens of `expected` (where the copy goes on if the model
 /// changed nothing or swapped tokens one for one) that follows the longest suffix of the
 /// sequence, the nearest on a tie.
-fn nearby_match(sequence: &[u32], expected: usize) -> Option<Source> {
+fn nearby_match(sequence: &[u32], expected: usize) -> Option<Match> {
     let len = sequence.len();
     // A draft needs a token after its start, and a start at len is the suffix itself.
     let last_start = len.checked_sub(1)?;
@@ -126,7 +118,7 @@ fn nearby_match(sequence: &[u32], expected: usize) -> Option<Source> {
             .unwrap_or(0)
     };
     (lowest..=highest)
-        .map(|from| Source {
+        .map(|from| Match {
             from,
             matched: matched_at(from),
         })
@@ -235,7 +227,7 @@ mod tests {
     }
 
     #[test]
-    fn a_short_match_near_the_copy_counts_only_while_its_drafts_are_kept() {
+    fn a_short_match_near_the_copy_counts_only_until_the_copy_is_forgotten() {
         let mut lookup = Lookup::default();
         // A first draft that was not kept: no copy yet, so 14 alone is no clue.
         assert_eq!(
@@ -245,7 +237,7 @@ mod tests {
         lookup.record(2, 0);
         let seq = quoting(&[10, 11, 12, 13, 77, 14]);
         assert!(propose(&mut lookup, &seq, 2).is_empty());
-        // Once a draft keeps two tokens there is a copy, until two drafts keep nothing.
+        // Once a draft keeps two tokens there is a copy, until it is forgotten.
         let mut lookup = Lookup::default();
         assert_eq!(
             propose(&mut lookup, &quoting(&[10, 11, 12, 13]), 2),
@@ -255,6 +247,7 @@ mod tests {
         lookup.record(3, 0);
         assert_eq!(propose(&mut lookup, &seq, 2), [15, 16]);
         lookup.record(2, 0);
+        lookup.forget_copy();
         assert!(propose(&mut lookup, &seq, 2).is_empty());
     }
 }

@@ -97,9 +97,45 @@ impl Drafter {
 
     /// A pass verified `drafted` tokens and kept `accepted` of them.
     pub fn record(&mut self, drafted: usize, accepted: usize) {
-        self.pace.record(drafted, accepted);
+        let rests = self.pace.record(drafted, accepted);
         if let Source::Lookup(lookup) = &mut self.source {
             lookup.record(drafted, accepted);
+            // Drafts that keep nothing end the copy as they end drafting for a while.
+            if rests {
+                lookup.forget_copy();
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Drafter;
+
+    #[test]
+    fn drafts_that_keep_nothing_end_the_copy_with_the_drafter_s_rest() {
+        let quote: Vec<u32> = (10..=25).collect();
+        let answer = |tokens: &[u32]| [&quote[..], &[0], tokens].concat();
+        let mut drafter = Drafter::lookup();
+        // [10, 11, 12] matches the quote: a copy begins and its first draft is kept.
+        assert_eq!(
+            drafter.propose(&answer(&[10, 11]), 12, 100),
+            [13, 14, 15, 16]
+        );
+        drafter.record(4, 4);
+        // Then the answer goes its own way: 17 alone, near the copy, is still a clue.
+        let wandered = answer(&[10, 11, 12, 13, 14, 15, 16, 77]);
+        assert_eq!(drafter.propose(&wandered, 17, 100)[..2], [18, 19]);
+        drafter.record(8, 0);
+        assert_eq!(drafter.propose(&wandered, 17, 100), [18]);
+        drafter.record(1, 0);
+        // Two passes kept nothing: the drafter rests, and the copy is forgotten, so after
+        // the rest 17 alone is no clue any more...
+        for _ in 0..64 {
+            assert!(drafter.propose(&wandered, 17, 100).is_empty());
+        }
+        // ...while three tokens that match anywhere are.
+        let elsewhere = [&wandered[..], &[17, 19, 20]].concat();
+        assert_eq!(drafter.propose(&elsewhere, 21, 100), [22]);
     }
 }

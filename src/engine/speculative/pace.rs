@@ -47,10 +47,11 @@ impl Pace {
         self.next
     }
 
-    /// A pass verified `drafted` tokens and kept `accepted`.
-    pub fn record(&mut self, drafted: usize, accepted: usize) {
+    /// A pass verified `drafted` tokens and kept `accepted`. True when it sent the drafter
+    /// to rest.
+    pub fn record(&mut self, drafted: usize, accepted: usize) -> bool {
         if drafted == 0 {
-            return;
+            return false;
         }
         if accepted == drafted {
             self.next = (self.next * 2).min(LONGEST);
@@ -60,14 +61,16 @@ impl Pace {
         if accepted > 0 {
             self.misses = 0;
             self.backoff = 0;
-            return;
+            return false;
         }
         self.misses += 1;
-        if self.misses >= MISSES_BEFORE_REST {
-            self.misses = 0;
-            self.resting = REST << self.backoff;
-            self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+        if self.misses < MISSES_BEFORE_REST {
+            return false;
         }
+        self.misses = 0;
+        self.resting = REST << self.backoff;
+        self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+        true
     }
 }
 
@@ -95,9 +98,9 @@ mod tests {
     #[test]
     fn passes_that_keep_nothing_send_the_drafter_to_rest_longer_each_time() {
         let mut pace = Pace::default();
-        pace.record(4, 0);
+        assert!(!pace.record(4, 0));
         assert_eq!(pace.want(), 1);
-        pace.record(1, 0);
+        assert!(pace.record(1, 0));
         let rested = (0..100).take_while(|_| pace.want() == 0).count();
         assert_eq!(rested, REST);
         pace.record(1, 0);
