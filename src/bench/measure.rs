@@ -64,8 +64,8 @@ struct Prompts {
     passages: Vec<Vec<u32>>,
     /// One per `--depth`, exactly that long.
     depths: Vec<Vec<u32>>,
-    /// The repetitive workload's prompt (models with a vocabulary).
-    rewrite: Option<Vec<u32>>,
+    /// The repetitive workloads' prompts (models with a vocabulary).
+    repetitive: Option<speculation::RepetitivePrompts>,
     /// The draft model, when drafts come from one.
     draft: Option<SharedDraft>,
 }
@@ -92,7 +92,7 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             chat_ids: Some(chat),
             passages: ids(&opts.prompt_tokens),
             depths: ids(&opts.depths),
-            rewrite: None,
+            repetitive: None,
             draft: None,
         };
         (prompts, SHAPE_ONLY_CHAT_TOKENS)
@@ -108,9 +108,9 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
             chat_ids: None,
             passages: passages(&opts.prompt_tokens)?,
             depths: passages(&opts.depths)?,
-            rewrite: match opts.speculation {
+            repetitive: match opts.speculation {
                 Speculation::Ngram | Speculation::Draft => {
-                    Some(speculation::rewrite_prompt(&text)?)
+                    Some(speculation::RepetitivePrompts::new(&text)?)
                 }
                 Speculation::Off => None,
             },
@@ -120,11 +120,14 @@ pub fn measure(opts: &MeasureOptions) -> Result<ModelReport> {
         target_text = Some(text);
         (prompts, chat_len)
     };
-    let rewrite_len = prompts.rewrite.as_ref().map_or(0, |r| r.len());
+    let repetitive_needs = prompts
+        .repetitive
+        .as_ref()
+        .map_or(0, |r| r.context_needed());
     let needed = longest_prompt
         .max(chat_len + opts.gen_tokens)
         .max(deepest + opts.gen_tokens)
-        .max(rewrite_len + speculation::REWRITE_TOKENS);
+        .max(repetitive_needs);
     if needed > config.context_length {
         bail!(
             "{}: the bench needs {needed} positions of context, more than the model's {}",
@@ -256,7 +259,7 @@ fn one_run(
             &chat,
             &options,
             decode_tok_s,
-            prompts.rewrite.as_deref(),
+            prompts.repetitive.as_ref(),
             &drafts,
         )?),
         _ => None,

@@ -20,7 +20,7 @@ pub mod quant;
 pub mod report;
 pub mod shape;
 mod shape_gemma4;
-mod speculation;
+pub mod speculation;
 pub mod summary;
 
 use crate::catalog::CatalogEntry;

@@ -1,7 +1,8 @@
 //! What speculative decoding buys (`taper bench --speculative ngram`, the default): greedy
-//! decode with drafts beside plain decode on two workloads, the fresh chat turn the bench
-//! already times (little repeats, so drafting must not cost) and a rewrite of a code snippet
-//! with one name changed (most of the answer repeats the prompt); and, for every model, what
+//! decode with drafts beside plain decode on three workloads, the fresh chat turn the bench
+//! already times (little repeats, so drafting must not cost), a rewrite of a code snippet
+//! with one name changed and a paragraph written out again with its spelling corrected
+//! (most of either answer repeats the prompt); and, for every model, what
 //! a verify pass of k tokens costs against one decode step, which sets the speed-up a model
 //! gets at a given acceptance (the only figure that means anything for shape-only files,
 //! whose random weights make acceptance meaningless).
@@ -58,6 +59,17 @@ fn main() {
 /// Most tokens of the rewrite's answer: about the snippet's length.
 pub const REWRITE_TOKENS: usize = 320;
 
+/// The quote's paragraph (about 80 tokens), with two words misspelt.
+const PARAGRAPH: &str = "The lighthouse keeper climbed the one hundred and twenty three steps \
+    every evening at sunset. He carried a small lamp, a flask of tea and the logbook where he \
+    wrote down the wether, the ships he had seen and anything unusual on the water. In fourty \
+    years he had never missed a night, not even in the great storm of the winter when the \
+    waves reached the windows of the lamp room.";
+
+/// Most tokens of the quote's answer: the paragraph about twice (a model that goes on
+/// repeating it is cut there).
+pub const QUOTE_TOKENS: usize = 160;
+
 /// Verify passes of 2..=this many tokens are timed against a decode step.
 const LONGEST_VERIFY: usize = 8;
 /// Times each pass is repeated (the median counts).
@@ -71,9 +83,32 @@ pub fn rewrite_question() -> String {
     )
 }
 
-/// The rewrite's prompt as the engine builds it.
-pub fn rewrite_prompt(text: &ModelText) -> Result<Vec<u32>> {
-    text.chat_ids(&[Message::user(rewrite_question())], &AnswerIds::default())
+/// The quote's question.
+pub fn quote_question() -> String {
+    format!("Correct the spelling mistakes in this paragraph and write it out again in full:\n\n{PARAGRAPH}")
+}
+
+/// The repetitive workloads' prompts as the engine builds them.
+#[derive(Debug, Clone)]
+pub struct RepetitivePrompts {
+    pub rewrite: Vec<u32>,
+    pub quote: Vec<u32>,
+}
+
+impl RepetitivePrompts {
+    pub fn new(text: &ModelText) -> Result<Self> {
+        let ids =
+            |question: String| text.chat_ids(&[Message::user(question)], &AnswerIds::default());
+        Ok(Self {
+            rewrite: ids(rewrite_question())?,
+            quote: ids(quote_question())?,
+        })
+    }
+
+    /// The context either workload needs, its answer included.
+    pub fn context_needed(&self) -> usize {
+        (self.rewrite.len() + REWRITE_TOKENS).max(self.quote.len() + QUOTE_TOKENS)
+    }
 }
 
 /// One run's speculative figures.
@@ -85,6 +120,9 @@ pub struct SpeculationFigures {
     /// The rewrite workload, plain and with drafts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewrite: Option<Workload>,
+    /// The quote workload, plain and with drafts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<Workload>,
     /// The time of a verify pass of k tokens over one decode step's, k = 2..=8.
     pub verify_cost: Vec<VerifyCost>,
 }
@@ -164,42 +202,44 @@ fn workload(
 }
 
 /// The chat workload with drafts (its plain rate measured before, with `options`), the
-/// rewrite both ways (when the model has a vocabulary), and the verify passes' cost.
+/// repetitive ones both ways (when the model has a vocabulary), and the verify passes' cost.
 pub fn measure(
     generator: &mut Generator,
     chat: &[u32],
     chat_options: &TurnOptions,
     chat_plain_tok_s: f64,
-    rewrite: Option<&[u32]>,
+    repetitive: Option<&RepetitivePrompts>,
     drafts: &Drafts,
 ) -> Result<SpeculationFigures> {
-    let (chat_figures, rewrite) = match rewrite {
-        Some(rewrite) => {
-            let chat = workload(
-                generator,
-                chat,
-                chat_options,
-                Some(chat_plain_tok_s),
-                drafts,
-            )?;
-            let options = TurnOptions {
-                sampling: SamplingParams::greedy(),
-                max_tokens: REWRITE_TOKENS,
-                stop_at_end_of_turn: true,
-            };
-            (
-                Some(chat),
-                Some(workload(generator, rewrite, &options, None, drafts)?),
-            )
-        }
-        // Random weights: drafts would be kept by chance, not by what the text repeats.
-        None => (None, None),
-    };
-    Ok(SpeculationFigures {
-        chat: chat_figures,
-        rewrite,
-        verify_cost: verify_cost(generator, chat)?,
-    })
+    let mut figures = SpeculationFigures::default();
+    // Random weights (no vocabulary): drafts would be kept by chance, not by what the text
+    // repeats.
+    if let Some(repetitive) = repetitive {
+        figures.chat = Some(workload(
+            generator,
+            chat,
+            chat_options,
+            Some(chat_plain_tok_s),
+            drafts,
+        )?);
+        let greedy = |max_tokens| TurnOptions {
+            sampling: SamplingParams::greedy(),
+            max_tokens,
+            stop_at_end_of_turn: true,
+        };
+        let (rewrite, quote) = (&repetitive.rewrite, &repetitive.quote);
+        let rewrite = workload(generator, rewrite, &greedy(REWRITE_TOKENS), None, drafts)?;
+        figures.rewrite = Some(rewrite);
+        figures.quote = Some(workload(
+            generator,
+            quote,
+            &greedy(QUOTE_TOKENS),
+            None,
+            drafts,
+        )?);
+    }
+    figures.verify_cost = verify_cost(generator, chat)?;
+    Ok(figures)
 }
 
 /// A pass of k tokens (all logits, as a verify pass) against a one-token pass, after
@@ -250,9 +290,10 @@ pub fn notes(record: &super::summary::BenchRecord) -> Vec<String> {
         return Vec::new();
     }
     let mut notes = Vec::new();
-    let workloads: [(&str, Pick); 2] = [
+    let workloads: [(&str, Pick); 3] = [
         ("chat", |f| f.chat.as_ref()),
         ("code rewrite", |f| f.rewrite.as_ref()),
+        ("quote with corrections", |f| f.quote.as_ref()),
     ];
     for (name, pick) in workloads {
         let runs: Vec<&Workload> = figures.iter().filter_map(|f| pick(f)).collect();

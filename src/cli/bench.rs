@@ -67,8 +67,8 @@ pub struct BenchArgs {
     /// Hold the decode to the JSON Schema in FILE and report what the grammar costs per token.
     #[arg(long = "json-schema", value_name = "FILE")]
     pub json_schema: Option<PathBuf>,
-    // ngram or draft: decode with drafts measured beside plain decode (the chat and a
-    // code-rewrite workload) and the cost of verify passes; off: not measured.
+    // ngram or draft: decode with drafts measured beside plain decode (the chat, a code
+    // rewrite and a quote with corrections) and the cost of verify passes; off: not measured.
     #[command(flatten)]
     pub speculative: SpeculativeArg,
     /// Internal: measure the one model given with -m in this process, print a JSON report.

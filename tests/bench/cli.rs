@@ -107,6 +107,59 @@ fn a_real_model_is_measured_end_to_end() {
     assert_eq!(r["runs"][0]["generated_tokens"], 8);
 }
 
+/// `--speculative ngram`: every workload decoded both ways, with plausible acceptance, and
+/// the verify passes timed.
+#[test]
+fn speculative_figures_cover_every_workload_and_the_verify_passes() {
+    let model = common::real_model(common::SMOLLM2);
+    let home = tempfile::tempdir().unwrap();
+    let out = bench(
+        &[
+            "-m",
+            model.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--no-warmup",
+            "--prompt-tokens",
+            "16",
+            "--gen-tokens",
+            "16",
+            "--speculative",
+            "ngram",
+            "--json",
+        ],
+        home.path(),
+    );
+    let records = json_records(&out);
+    let figures = &records[0]["runs"][0]["speculation"];
+    for workload in ["chat", "rewrite", "quote"] {
+        let w = &figures[workload];
+        positive(w, "plain_tok_s");
+        positive(w, "speculative_tok_s");
+        assert!(
+            w["generated_tokens"].as_u64().unwrap_or(0) > 0,
+            "{workload}: {w}"
+        );
+        let acceptance = w["acceptance"].as_f64().unwrap_or(-1.0);
+        assert!((0.0..=1.0).contains(&acceptance), "{workload}: {w}");
+    }
+    // Both repetitive workloads repeat their prompt: drafts are made and most are kept.
+    for workload in ["rewrite", "quote"] {
+        let w = &figures[workload];
+        assert!(w["acceptance"].as_f64().unwrap() > 0.5, "{workload}: {w}");
+        assert!(
+            w["tokens_per_pass"].as_f64().unwrap() > 1.2,
+            "{workload}: {w}"
+        );
+    }
+    let costs = figures["verify_cost"].as_array().expect("verify costs");
+    let widths: Vec<u64> = costs.iter().filter_map(|c| c["k"].as_u64()).collect();
+    assert_eq!(widths, (2..=8).collect::<Vec<u64>>());
+    for cost in costs {
+        positive(cost, "ratio");
+    }
+}
+
 #[test]
 fn a_catalogue_shape_is_written_measured_and_removed() {
     let home = tempfile::tempdir().unwrap();

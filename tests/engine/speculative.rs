@@ -1,12 +1,13 @@
 //! Speculative decoding on the real models: the same greedy ids with and without it over
-//! many prompts (repetitive ones among them, where drafts are kept: the test checks they
-//! were), the same streamed text and usage through the engine host, every stop condition
+//! many prompts (repetitive ones among them, the bench's workloads too, where drafts are
+//! kept: the test checks they were), the same streamed text and usage through the engine host, every stop condition
 //! inside a drafted run (a stop string, max tokens, the context filling up, a cancel), and
 //! sampled answers drawn from the same distribution (a two-sample chi-square test).
 
 use crate::common;
 
 use std::time::Instant;
+use taper::bench::speculation;
 use taper::chat::Message;
 use taper::engine::generation::{Generator, TurnOptions, TurnOutcome, Unobserved};
 use taper::engine::loader::{self, OpenOptions};
@@ -44,6 +45,9 @@ fn prompts() -> Vec<String> {
     p.push(format!("Explain what this code does:\n\n{CODE}"));
     p.push(format!("Copy this code exactly:\n\n{CODE}"));
     p.push("Write the alphabet in capital letters, one letter per line.".into());
+    // The bench's repetitive workloads, whose speed-ups the README reports.
+    p.push(speculation::rewrite_question());
+    p.push(speculation::quote_question());
     p
 }
 
