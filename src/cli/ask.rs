@@ -122,6 +122,11 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         bail!("--raw sends text without a chat template, which only local models can do");
     }
     let constraint = constraint(&args)?;
+    // What a cut-short answer fails to complete (tool calls have their own grammar and end).
+    let held_to = constraint
+        .as_ref()
+        .filter(|_| !args.tools)
+        .map(Constraint::describe);
     if remote.is_some() && matches!(constraint, Some(Constraint::Lark(_))) {
         bail!(
             "--grammar is in llguidance's syntax, which only local models read; a remote model \
@@ -190,12 +195,22 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
         false => stream_answer(&mut engine, request, &mut out)?.0,
     };
     writeln!(out)?;
+    let mut incomplete = None;
     if let Some(cut) = usage.stop.and_then(|s| s.cut_short(usage.generated_tokens)) {
         let raise = match usage.stop {
             Some(StopReason::ContextFull) => "--ctx-size gives it more room",
             _ => "-n raises the limit",
         };
-        eprintln!("taper: the answer was {cut}; {raise}");
+        match held_to {
+            // A script reading a structured answer must not take a cut one for a whole one:
+            // the partial answer stays on stdout, and the exit status says it does not parse.
+            Some(held_to) => {
+                incomplete = Some(anyhow!(
+                    "the answer was {cut}, so it does not complete {held_to}; {raise}"
+                ))
+            }
+            None => eprintln!("taper: the answer was {cut}; {raise}"),
+        }
     }
     if usage.dropped_messages > 0 {
         eprintln!(
@@ -206,7 +221,7 @@ pub(super) fn ask(args: AskArgs, config: &Config) -> Result<()> {
     if args.stats {
         eprintln!("{}", stats_line(&usage, &info));
     }
-    Ok(())
+    incomplete.map_or(Ok(()), Err)
 }
 
 /// Sends `request` and writes its answer's text to `out` as it comes; its figures and the

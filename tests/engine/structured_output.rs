@@ -1,6 +1,7 @@
 //! Answers held to a grammar, end to end on both real test models: `taper ask --json-schema`
 //! gives JSON valid against the schema whatever the seed, `--json` a JSON object, `--grammar`
-//! exactly a sentence of the grammar; a bad schema is refused before any token, with exit 1.
+//! exactly a sentence of the grammar; a bad schema is refused before any token, and an answer
+//! the token limit cuts before its grammar is complete fails, both with exit 1.
 
 use crate::common;
 use serde_json::Value;
@@ -19,12 +20,19 @@ const SCHEMA: &str = r#"{
   "additionalProperties": false
 }"#;
 
+/// `taper ask` on a real model. Unless `flags` limit it, the answer has room for the longest
+/// answer SCHEMA allows (five strings of 40 characters, an emoji taking up to four tokens), so
+/// whatever a CPU's rounding makes the sampler draw, only the schema ends it.
 fn ask(model: &str, flags: &[&str], prompt: &str) -> Output {
+    let limit = match flags.contains(&"-n") {
+        true => &[][..],
+        false => &["-n", "1024"][..],
+    };
     Command::new(env!("CARGO_BIN_EXE_taper"))
         .arg("ask")
         .arg("-m")
         .arg(common::real_model(model))
-        .args(["-n", "160"])
+        .args(limit)
         .args(flags)
         .arg(prompt)
         .output()
@@ -87,15 +95,27 @@ fn every_seed_answers_json_valid_against_the_schema_on_both_models() {
     }
 }
 
+/// Stdout and stderr, for an assertion's message.
+fn both(out: &Output) -> String {
+    format!(
+        "stdout: {:?}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 #[test]
 fn json_gives_an_object_and_a_grammar_gives_one_of_its_sentences() {
+    // Greedy: sampled at the default temperature SmolLM2 sometimes fills a string with emoji
+    // past any limit, which is the next test's case, not this one's.
     let out = ask(
         common::SMOLLM2,
-        &["--json"],
+        &["--json", "--temperature", "0"],
         "Give me a fruit and its colour.",
     );
-    assert!(out.status.success());
-    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(out.status.success(), "{}", both(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", both(&out)));
     assert!(answer.is_object(), "{answer}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -104,6 +124,30 @@ fn json_gives_an_object_and_a_grammar_gives_one_of_its_sentences() {
     assert!(out.status.success());
     let answer = String::from_utf8_lossy(&out.stdout);
     assert!(["yes", "no"].contains(&answer.trim()), "{answer:?}");
+}
+
+#[test]
+fn a_structured_answer_cut_by_the_token_limit_fails_and_keeps_what_it_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = write(dir.path(), "city.json", SCHEMA);
+    // Four tokens cannot hold the schema's four required fields.
+    let out = ask(
+        common::SMOLLM2,
+        &["--json-schema", &schema, "-n", "4"],
+        "Describe Paris in JSON.",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not complete the JSON schema; -n raises the limit"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with('{'), "{stdout:?}");
+    assert!(
+        serde_json::from_str::<Value>(stdout.trim()).is_err(),
+        "{stdout:?}"
+    );
 }
 
 #[test]
