@@ -1,15 +1,16 @@
 //! `taper serve`: its flags, resolved over the config file into [`ServeOptions`].
 
-use super::{ModelArgs, RunArgs, SpeculativeArg};
+use super::{RunArgs, SpeculativeArg};
 use crate::config::Config;
 use crate::engine::model::CacheOptions;
 use crate::models::resolve;
 use crate::protocol::Speculation;
 use crate::serve::log::LogFormat;
-use crate::serve::{self, http::ConnectionLimits, request::Limits, ServeOptions};
+use crate::serve::{self, http::ConnectionLimits, request::Limits, ModelOptions, ServeOptions};
 use anyhow::{bail, Result};
 use clap::Args;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Most bytes in a request body.
@@ -28,8 +29,13 @@ const MAX_CONNECTIONS: usize = 512;
      [default: the config's, 4096]"
 )))]
 pub struct ServeArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
+    /// A path to a .gguf file, or the name of one in the models directory; given again, the
+    /// server answers with each, the request's `model` picking (the first when it names none).
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// A tokenizer.json to use instead of the vocabulary inside the GGUF (one model only).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
     /// The address to listen on; anything but loopback needs --api-key-env.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
@@ -76,22 +82,12 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
     };
     // Before the (slow) model load: an address that needs a key is refused at once.
     serve::auth::check_bind(args.host, api_key.as_deref())?;
-    let (model_path, user_model) = resolve(args.model.model.as_deref(), config)?;
-    // Read before the server listens, and only when it drafts with it.
-    let draft_model = match args.speculative.resolve(config) {
-        Speculation::Draft => args.speculative.required_draft(&model_path, config)?,
-        Speculation::Off | Speculation::Ngram => None,
-    };
+    let models = models(&args, config)?;
     let parallel = usize::from(args.parallel);
     let context = args.run.context_size(config);
     let default_max_tokens = args.max_tokens.unwrap_or(config.max_tokens());
     serve::serve(ServeOptions {
-        model_path,
-        tokenizer_json: args
-            .model
-            .tokenizer
-            .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
-        chat_template: user_model.and_then(|m| m.chat_template),
+        models,
         host: args.host,
         port: args.port,
         parallel,
@@ -109,7 +105,6 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         defaults: config.sampling(),
         default_max_tokens,
         speculation: args.speculative.resolve(config),
-        draft_model,
         connections: ConnectionLimits {
             header_timeout: Duration::from_secs(args.header_timeout),
             max_connections: MAX_CONNECTIONS,
@@ -122,4 +117,49 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
             args.log_format
         },
     })
+}
+
+/// Each `-m` (or the config's default model) resolved, with its tokenizer, chat template and,
+/// when the answers draft with one, its draft model (read before the server listens).
+fn models(args: &ServeArgs, config: &Config) -> Result<Vec<ModelOptions>> {
+    let named: Vec<Option<&str>> = match args.models.is_empty() {
+        true => vec![None],
+        false => args.models.iter().map(|m| Some(m.as_str())).collect(),
+    };
+    if named.len() > 1 && args.tokenizer.is_some() {
+        bail!(
+            "--tokenizer names one model's tokenizer; with several -m, give each its own in a \
+             [[models]] entry of the config"
+        );
+    }
+    let mut models: Vec<ModelOptions> = Vec::new();
+    for name in named {
+        let (path, user_model) = resolve(name, config)?;
+        let id = serve::models::model_name(&path);
+        if let Some(twin) = models
+            .iter()
+            .find(|m| serve::models::model_name(&m.path) == id)
+        {
+            bail!(
+                "{} and {} would both be served as {id:?}: a request could not pick between \
+                 them",
+                twin.path.display(),
+                path.display()
+            );
+        }
+        let draft_model = match args.speculative.resolve(config) {
+            Speculation::Draft => args.speculative.required_draft(&path, config)?,
+            Speculation::Off | Speculation::Ngram => None,
+        };
+        models.push(ModelOptions {
+            tokenizer_json: args
+                .tokenizer
+                .clone()
+                .or_else(|| user_model.as_ref().and_then(|m| m.tokenizer.clone())),
+            chat_template: user_model.and_then(|m| m.chat_template),
+            draft_model,
+            path,
+        });
+    }
+    Ok(models)
 }

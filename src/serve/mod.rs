@@ -4,8 +4,9 @@
 //! - [`request`] / [`fields`] / [`tools`]: request bodies parsed and checked; [`error`]:
 //!   OpenAI-style errors.
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
-//! - The engine host (`crate::engine`, with `--parallel` slots) decodes every request in
-//!   batched passes; each request is submitted with an event channel of its own.
+//! - [`models`]: the models served (`-m` once or more), an engine host each (`crate::engine`,
+//!   with `--parallel` slots) that decodes its requests in batched passes; each request is
+//!   submitted with an event channel of its own, to the model its `model` field picks.
 //! - [`http`]: the connection loop (header deadline, connection cap); [`log`]: a line per
 //!   request on stderr.
 
@@ -14,15 +15,14 @@ pub mod error;
 pub mod fields;
 pub mod http;
 pub mod log;
+pub mod models;
 pub mod request;
 pub mod response;
 pub mod routes;
 pub mod stream;
 pub mod tools;
 
-use crate::engine::loader::{self, OpenOptions};
 use crate::engine::model::CacheOptions;
-use crate::engine::{EngineHandle, LocalModel};
 use crate::protocol::{SamplingParams, Speculation};
 use anyhow::{Context, Result};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -33,12 +33,21 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// One model `taper serve` answers with, resolved.
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    pub path: PathBuf,
+    pub tokenizer_json: Option<PathBuf>,
+    pub chat_template: Option<String>,
+    /// The draft model of `Speculation::Draft`.
+    pub draft_model: Option<PathBuf>,
+}
+
 /// Everything `taper serve` was asked for, resolved.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    pub model_path: PathBuf,
-    pub tokenizer_json: Option<PathBuf>,
-    pub chat_template: Option<String>,
+    /// At least one; a request that names none is answered by the first.
+    pub models: Vec<ModelOptions>,
     pub host: IpAddr,
     pub port: u16,
     pub parallel: usize,
@@ -50,8 +59,6 @@ pub struct ServeOptions {
     pub defaults: SamplingParams,
     pub default_max_tokens: usize,
     pub speculation: Speculation,
-    /// The draft model of `Speculation::Draft`.
-    pub draft_model: Option<PathBuf>,
     pub connections: http::ConnectionLimits,
     pub body_timeout: Duration,
     /// Threads of the HTTP runtime (the engine computes on its own pool).
@@ -70,42 +77,16 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     response
 }
 
-/// Loads the model once, starts the engine host with its slots, listens, and serves until
-/// stopped.
+/// Loads the models once, starts an engine host with its slots for each, listens, and serves
+/// until stopped.
 pub fn serve(options: ServeOptions) -> Result<()> {
     auth::check_bind(options.host, options.api_key.as_deref())?;
-    let open = OpenOptions {
-        tokenizer_json: options.tokenizer_json.clone(),
-        chat_template: options.chat_template.clone(),
-        ..OpenOptions::new(options.cache)
-    };
-    let loaded = loader::open(&options.model_path, &open)?;
-    for notice in &loaded.notices {
-        eprintln!("taper: {notice}");
-    }
-    let context = loaded.info.context_size;
-    let mut local = LocalModel::new(loaded)?;
-    if let Some(draft) = &options.draft_model {
-        local = local.with_draft_read(draft.clone())?;
-    }
-    let (text, answers) = (local.text.clone(), local.answers.clone());
-    // The grammar compiler (the vocabulary's trie, up to a second for a large vocabulary) is
-    // built while the server starts, not in the first constrained request's time.
-    let warm = text.clone();
-    std::thread::Builder::new()
-        .name("taper-grammars".into())
-        .spawn(move || drop(warm.grammars()))?;
     let parallel = options.parallel;
-    // Kept until the server stops: dropping it stops the engine.
-    let engine = EngineHandle::serve(local, parallel)?;
-
+    // Kept until the server stops: dropping them stops the engines.
+    let (served, engines) = models::load_all(&options.models, options.cache, parallel)?;
     let state = Arc::new(routes::AppState {
-        engine: engine.submitter(),
+        models: served,
         queue: options.queue,
-        text,
-        answers,
-        model_name: model_name(&options.model_path),
-        context,
         parallel,
         defaults: options.defaults.clone(),
         default_max_tokens: options.default_max_tokens,
@@ -126,23 +107,33 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
         let bound = listener.local_addr()?;
-        println!(
-            "taper serve: {} on http://{bound}/v1 ({parallel} slots, context {context})",
-            state.model_name
-        );
+        println!("taper serve: {}", listening(&state.models, bound, parallel));
         let logged =
             axum::middleware::from_fn_with_state(Arc::new(options.log_format), log::log_requests);
         let router = routes::router(state).layer(logged);
         http::serve(listener, router, options.connections).await;
         Ok::<(), anyhow::Error>(())
     })?;
-    drop(engine);
+    drop(engines);
     Ok(())
 }
 
-/// The model's id in `/v1/models`: its file name without `.gguf`.
-fn model_name(path: &std::path::Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into())
+/// The line that says the server is up: its models, its URL, its slots.
+fn listening(served: &[Arc<models::Served>], bound: SocketAddr, parallel: usize) -> String {
+    match served {
+        [one] => format!(
+            "{} on http://{bound}/v1 ({parallel} slots, context {})",
+            one.name, one.context
+        ),
+        _ => {
+            let each: Vec<String> = served
+                .iter()
+                .map(|s| format!("{} (context {})", s.name, s.context))
+                .collect();
+            format!(
+                "{} on http://{bound}/v1 ({parallel} slots each)",
+                each.join(", ")
+            )
+        }
+    }
 }

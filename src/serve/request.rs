@@ -35,6 +35,8 @@ pub enum Prompt {
 /// A parsed request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
+    /// `model`: which of the served models answers (None: the first).
+    pub model: Option<String>,
     pub prompt: Prompt,
     pub stream: bool,
     /// `stream_options.include_usage`: a last chunk with the usage.
@@ -56,6 +58,7 @@ pub struct Completion {
 /// the one the endpoint does not use is only type-checked.
 #[derive(Deserialize)]
 struct Body {
+    model: Option<String>,
     messages: Option<Vec<RequestMessage>>,
     prompt: Option<Strings>,
     n: Option<Whole>,
@@ -189,6 +192,7 @@ pub fn parse(
         ..defaults.clone()
     };
     Ok(Completion {
+        model: body.model.filter(|m| !m.is_empty()),
         prompt,
         stream: body.stream.unwrap_or(false),
         include_usage: body

@@ -5,15 +5,13 @@
 
 use super::error::ApiError;
 use super::log::{LoggedLater, Pending};
+use super::models::{self, Served};
 use super::request::{self, Completion, Limits, Prompt};
 use super::response::{self, Finish, Meta};
 use super::stream;
-use crate::engine::answer_ids::AnswerIds;
-use crate::engine::prompt::ModelText;
-use crate::engine::{Refused, Submitter};
+use crate::engine::{Refused, Status};
 use crate::protocol::{
-    self, Constraint, EngineEvent, GenerateRequest, SamplingParams, Speculation, ToolChoice,
-    ToolSet, Usage,
+    self, EngineEvent, GenerateRequest, SamplingParams, Speculation, ToolChoice, Usage,
 };
 use crate::tools::ToolFormat;
 use axum::body::{Body, Bytes};
@@ -23,20 +21,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// Everything a request handler shares.
 pub struct AppState {
-    pub engine: Submitter,
-    /// Requests waiting for a slot at most; more get a 503.
+    /// The models served, the first answering requests that name none.
+    pub models: Vec<Arc<Served>>,
+    /// Requests waiting for a slot at most, per model; more get a 503.
     pub queue: usize,
-    pub text: Arc<ModelText>,
-    pub answers: Arc<Mutex<AnswerIds>>,
-    pub model_name: String,
-    pub context: usize,
+    /// Slots per model.
     pub parallel: usize,
     pub defaults: SamplingParams,
     pub default_max_tokens: usize,
@@ -62,11 +58,18 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 async fn health(State(s): State<Arc<AppState>>) -> Response {
+    let count = |of: fn(&Status) -> &AtomicUsize| -> usize {
+        s.models
+            .iter()
+            .map(|m| of(m.engine.status()).load(Ordering::SeqCst))
+            .sum()
+    };
+    let busy = count(|status| &status.busy);
     let body = json!({
         "status": "ok",
-        "slots_idle": s.parallel.saturating_sub(s.engine.status().busy.load(Ordering::SeqCst)),
-        "slots_processing": s.engine.status().busy.load(Ordering::SeqCst),
-        "requests_queued": s.engine.status().queued.load(Ordering::SeqCst),
+        "slots_idle": (s.parallel * s.models.len()).saturating_sub(busy),
+        "slots_processing": busy,
+        "requests_queued": count(|status| &status.queued),
     });
     super::json_response(StatusCode::OK, &body)
 }
@@ -75,17 +78,20 @@ async fn models(State(s): State<Arc<AppState>>, headers: HeaderMap) -> Response 
     if let Err(e) = s.authorize(&headers) {
         return e.into_response();
     }
-    let body = json!({
-        "object": "list",
-        "data": [{
-            "id": s.model_name,
-            "object": "model",
-            "created": now_secs(),
-            "owned_by": "taper",
-            "meta": { "n_ctx": s.context, "n_parallel": s.parallel },
-        }],
-    });
-    super::json_response(StatusCode::OK, &body)
+    let data: Vec<_> = s
+        .models
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.name,
+                "object": "model",
+                "created": now_secs(),
+                "owned_by": "taper",
+                "meta": { "n_ctx": m.context, "n_parallel": s.parallel },
+            })
+        })
+        .collect();
+    super::json_response(StatusCode::OK, &json!({ "object": "list", "data": data }))
 }
 
 /// A known path asked with a method it does not take: a JSON error like every other.
@@ -141,12 +147,12 @@ async fn apply_template(
         s.authorize(&headers)?;
         let bytes = read_body(&s, &headers, body).await?;
         let request = request::parse(&bytes, true, &s.defaults, &s.limits)?;
+        let model = models::pick(&s.models, request.model.as_deref())?;
         let Prompt::Chat(messages) = request.prompt else {
             return Err(ApiError::field("messages", "`messages` is required"));
         };
-        let state = s.clone();
         tokio::task::spawn_blocking(move || {
-            state
+            model
                 .text
                 .render(&messages, request.tools.as_ref())
                 .map(|(text, _)| text)
@@ -173,25 +179,26 @@ async fn answer(
     s.authorize(&headers)?;
     let bytes = read_body(&s, &headers, body).await?;
     let request = request::parse(&bytes, chat, &s.defaults, &s.limits)?;
-    let state = s.clone();
+    let model = models::pick(&s.models, request.model.as_deref())?;
     let (prompt, tools) = (request.prompt.clone(), request.tools.clone());
     let constraint = request.constraint.clone();
     // Templating, tokenizing and compiling a grammar are CPU work: off the connection threads.
+    let picked = model.clone();
     let tokens = tokio::task::spawn_blocking(move || {
         if let Some((field, constraint)) = &constraint {
-            state.check_constraint(field, constraint)?;
+            picked.check_constraint(field, constraint)?;
         }
-        if let Some(constraint) = tools.as_ref().and_then(|t| state.text.tool_constraint(t)) {
-            state.check_constraint("tools", &constraint)?;
+        if let Some(constraint) = tools.as_ref().and_then(|t| picked.text.tool_constraint(t)) {
+            picked.check_constraint("tools", &constraint)?;
         }
-        state.prompt_ids(&prompt, tools.as_ref())
+        picked.prompt_ids(&prompt, tools.as_ref())
     })
     .await
     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "tokenizing failed"))??;
-    let (events, meta) = s.queue(tokens, &request, chat, asked)?;
+    let (events, meta) = s.queue(&model, tokens, &request, chat, asked)?;
     // The answer is read back in the tools' syntax when calls are allowed, and always in the
     // generic form (its replies are JSON even when no call is).
-    let format = s.text.template.tool_format();
+    let format = model.text.template.tool_format();
     let calls = request
         .tools
         .as_ref()
@@ -233,71 +240,16 @@ impl AppState {
         }
     }
 
-    /// The prompt's ids: the chat template rendered (answers this server wrote keep their
-    /// ids, so the slot's cache serves the whole conversation) or the raw text.
-    fn prompt_ids(&self, prompt: &Prompt, tools: Option<&ToolSet>) -> Result<Vec<u32>, ApiError> {
-        let ids = match prompt {
-            Prompt::Chat(messages) => {
-                let answers = self
-                    .answers
-                    .lock()
-                    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "poisoned"))?;
-                self.text
-                    .chat_ids_with_tools(messages, tools, &answers)
-                    .map_err(|e| {
-                        ApiError::field(
-                            "messages",
-                            format!(
-                                "the model's chat template cannot render these messages: {e:#}"
-                            ),
-                        )
-                    })?
-            }
-            Prompt::Raw(text) => self
-                .text
-                .raw_ids(text)
-                .map_err(|e| ApiError::field("prompt", format!("{e:#}")))?,
-        };
-        if ids.len() >= self.context {
-            return Err(ApiError::field(
-                if matches!(prompt, Prompt::Chat(_)) {
-                    "messages"
-                } else {
-                    "prompt"
-                },
-                format!(
-                    "the prompt is {} tokens, more than the context of {} tokens leaves room \
-                     for (an answer needs at least one)",
-                    ids.len(),
-                    self.context
-                ),
-            ));
-        }
-        Ok(ids)
-    }
-
-    /// A schema or grammar the engine cannot use is the client's mistake: a 400 naming the
-    /// field, before the request is queued.
-    fn check_constraint(&self, field: &str, constraint: &Constraint) -> Result<(), ApiError> {
-        let grammars = self
-            .text
-            .grammars()
-            .map_err(|e| ApiError::field(field, format!("{e:#}")))?;
-        grammars
-            .start(constraint)
-            .map(drop)
-            .map_err(|e| ApiError::field(field, format!("`{field}`: {e:#}")))
-    }
-
     /// Hands the request to the engine; a full queue is a 503.
     fn queue(
         &self,
+        model: &Served,
         prompt: Vec<u32>,
         request: &Completion,
         chat: bool,
         asked: Instant,
     ) -> Result<(UnboundedReceiver<EngineEvent>, Meta), ApiError> {
-        let room = self.context - prompt.len();
+        let room = model.context - prompt.len();
         let max_tokens = request
             .max_tokens
             .unwrap_or(self.default_max_tokens)
@@ -321,7 +273,8 @@ impl AppState {
             prose_only: false,
             speculation: self.speculation,
         };
-        self.engine
+        model
+            .engine
             .submit(job, asked, events, self.queue)
             .map_err(|refused| match refused {
                 Refused::QueueFull => ApiError::busy(),
@@ -331,7 +284,7 @@ impl AppState {
             })?;
         let meta = Meta {
             id: format!("{}-{n}", if chat { "chatcmpl" } else { "cmpl" }),
-            model: self.model_name.clone(),
+            model: model.name.clone(),
             created: now_secs(),
         };
         Ok((receiver, meta))

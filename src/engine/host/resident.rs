@@ -5,8 +5,7 @@
 
 use super::run::LocalModel;
 use super::scheduler::SavedSlot;
-use crate::engine::gguf::GgufHeader;
-use crate::engine::model::{self, ModelConfig};
+use crate::engine::model;
 use crate::protocol::{LoadRequest, ModelInfo};
 use std::path::PathBuf;
 
@@ -24,10 +23,6 @@ pub struct Resident {
 pub struct Residents {
     kept: Vec<Resident>,
 }
-
-/// Memory left free beyond a model's own estimate when deciding whether it fits beside the
-/// ones kept loaded (the tokenizer, a server's buffers, what other programs take meanwhile).
-const HEADROOM: u64 = 512 << 20;
 
 impl Residents {
     /// Keeps the model left, if any, as the most recently used.
@@ -55,12 +50,17 @@ impl Residents {
         if self.kept.is_empty() {
             return;
         }
-        let Some(needed) = bytes_needed(request) else {
+        let Some(needed) = model::memory_needed(
+            &request.model_path,
+            request.context_size,
+            request.cache_type,
+            1,
+        ) else {
             return;
         };
         while !self.kept.is_empty()
             && crate::stats::available_memory_bytes()
-                .is_some_and(|available| available < needed.saturating_add(HEADROOM))
+                .is_some_and(|available| available < needed.saturating_add(model::MEMORY_HEADROOM))
         {
             // Dropping a model unmaps its memory at once; the next reading sees it free.
             self.kept.pop();
@@ -79,14 +79,4 @@ impl Residents {
             .map(|r| r.request.model_path.clone())
             .collect()
     }
-}
-
-/// What loading `request`'s model takes, about: its file (repacked or mapped, every weight is
-/// read) and its KV cache full. `None` when its header cannot be read (the load then says why).
-fn bytes_needed(request: &LoadRequest) -> Option<u64> {
-    let header = GgufHeader::read(&request.model_path).ok()?;
-    let config = ModelConfig::from_header(&header).ok()?;
-    let context = model::effective_context(request.context_size, &config);
-    let cache = model::cache_bytes(&config, context, request.cache_type).ok()?;
-    Some(header.file_size.saturating_add(cache))
 }

@@ -165,6 +165,29 @@ pub fn cache_bytes(config: &ModelConfig, context: usize, cache_type: CacheType) 
     ))
 }
 
+/// What loading the model at `path` takes, about: its file (repacked or mapped, every weight
+/// is read) and `slots` KV caches of `context` positions, full. `None` when its header cannot be
+/// read (the load then says why).
+pub fn memory_needed(
+    path: &Path,
+    context: usize,
+    cache_type: CacheType,
+    slots: usize,
+) -> Option<u64> {
+    let header = GgufHeader::read(path).ok()?;
+    let config = ModelConfig::from_header(&header).ok()?;
+    let cache = cache_bytes(&config, effective_context(context, &config), cache_type).ok()?;
+    Some(
+        header
+            .file_size
+            .saturating_add(cache.saturating_mul(slots as u64)),
+    )
+}
+
+/// Memory left free beyond a model's own estimate when deciding whether it fits beside models
+/// already loaded (the tokenizer, a server's buffers, what other programs take meanwhile).
+pub const MEMORY_HEADROOM: u64 = 512 << 20;
+
 /// Refuses a context whose full KV cache is more than the memory available now.
 fn check_cache_fits(config: &ModelConfig, context: usize, cache_type: CacheType) -> Result<()> {
     let needed = cache_bytes(config, context, cache_type)?;
