@@ -1,7 +1,8 @@
 //! The models one `taper serve` answers with (`-m` once or several times), each on an engine
 //! host of its own with `--parallel` slots. They are read one after another before the server
-//! listens, each only when the machine's available memory holds it beside the ones before, so
-//! a server that starts can answer with every model it lists; a request's `model` picks one.
+//! listens, and only when the machine's available memory holds them all with their caches
+//! full, so a server that starts can answer with every model it lists; a request's `model`
+//! picks one.
 
 use super::error::ApiError;
 use super::request::Prompt;
@@ -95,19 +96,19 @@ impl Served {
 /// The engine hosts behind [`Served`]: dropping them stops the engines.
 pub struct Engines(#[allow(dead_code)] Vec<EngineHandle>);
 
-/// Reads every model in order and starts its host with `parallel` slots; fails, naming the
-/// model, when one cannot be read or would not fit beside those read before it.
+/// Checks that the machine can hold every model, then reads each in order and starts its host
+/// with `parallel` slots; fails, naming the model, when one cannot be read.
 pub fn load_all(
     models: &[ModelOptions],
     cache: CacheOptions,
     parallel: usize,
 ) -> Result<(Vec<Arc<Served>>, Engines)> {
+    if models.len() > 1 {
+        check_all_fit(models, cache, parallel)?;
+    }
     let mut served = Vec::new();
     let mut engines = Vec::new();
     for options in models {
-        if !served.is_empty() {
-            check_fits_beside(&options.path, cache, parallel, &served)?;
-        }
         let (one, engine) = load(options, cache, parallel)?;
         served.push(Arc::new(one));
         engines.push(engine);
@@ -152,38 +153,43 @@ fn load(
     Ok((served, engine))
 }
 
-/// Refuses a model whose weights and slots' caches the machine's available memory would not
-/// hold beside the models already read (each of those checked its own cache as it loaded).
-fn check_fits_beside(
-    path: &Path,
-    cache: CacheOptions,
-    parallel: usize,
-    loaded: &[Arc<Served>],
-) -> Result<()> {
-    let Some(needed) = model::memory_needed(path, cache.context, cache.cache_type, parallel) else {
-        return Ok(()); // Unreadable: the load says why.
+/// Refuses models whose weights and slots' full KV caches, together, the machine's available
+/// memory would not hold. Checked before any is read: a KV cache takes its memory only as it
+/// fills, so what is available after a load says nothing of the caches it will grow. (One
+/// model alone is checked by its load, as it always was.)
+fn check_all_fit(models: &[ModelOptions], cache: CacheOptions, parallel: usize) -> Result<()> {
+    let needs: Option<Vec<u64>> = models
+        .iter()
+        .map(|m| model::memory_needed(&m.path, cache.context, cache.cache_type, parallel))
+        .collect();
+    let (Some(needs), Some(available)) = (needs, crate::stats::available_memory_bytes()) else {
+        return Ok(()); // A header that cannot be read: its load says why.
     };
-    let Some(available) = crate::stats::available_memory_bytes() else {
-        return Ok(());
-    };
-    let beside: Vec<&str> = loaded.iter().map(|s| s.name.as_str()).collect();
-    refuse_unless_fits(&model_name(path), needed, available, parallel, &beside)
+    let names: Vec<String> = models.iter().map(|m| model_name(&m.path)).collect();
+    refuse_unless_fit(&names, &needs, available, parallel)
 }
 
-/// The decision of [`check_fits_beside`], given what the model needs and what is available.
-fn refuse_unless_fits(
-    name: &str,
-    needed: u64,
+/// The decision of [`check_all_fit`], given what each model needs and what is available.
+fn refuse_unless_fit(
+    names: &[String],
+    needs: &[u64],
     available: u64,
     parallel: usize,
-    beside: &[&str],
 ) -> Result<()> {
+    let needed = needs.iter().fold(0u64, |sum, n| sum.saturating_add(*n));
     if available < needed.saturating_add(model::MEMORY_HEADROOM) {
+        let each: Vec<String> = names
+            .iter()
+            .zip(needs)
+            .map(|(name, need)| format!("{name} {}", human_bytes(*need)))
+            .collect();
         bail!(
-            "{name} needs about {} (its weights and {parallel} slots' KV cache), and beside {} \
-             the machine has {} available: serve fewer models, or lower --parallel or --ctx-size",
+            "the {} models need about {} together (each its weights and {parallel} slots' full \
+             KV cache: {}), and the machine has {} available: serve fewer models, or lower \
+             --parallel or --ctx-size",
+            names.len(),
             human_bytes(needed),
-            beside.join(", "),
+            each.join(", "),
             human_bytes(available)
         );
     }
@@ -234,19 +240,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_model_fits_only_with_room_to_spare_and_the_refusal_names_the_others() {
-        let needed = 3 << 30;
-        let roomy = needed + model::MEMORY_HEADROOM;
-        assert!(refuse_unless_fits("b", needed, roomy, 4, &["a"]).is_ok());
-        let err = refuse_unless_fits("gemma", needed, roomy - 1, 4, &["smollm2", "qwen3"])
+    fn the_models_fit_only_together_with_room_to_spare_and_the_refusal_names_each() {
+        let names = ["smollm2".to_string(), "gemma".to_string()];
+        let needs = [1 << 30, 2 << 30];
+        let roomy = (3 << 30) + model::MEMORY_HEADROOM;
+        assert!(refuse_unless_fit(&names, &needs, roomy, 4).is_ok());
+        let err = refuse_unless_fit(&names, &needs, roomy - 1, 4)
             .expect_err("no room")
             .to_string();
-        assert!(err.starts_with("gemma needs about 3.2 GB"), "{err}");
-        assert!(err.contains("4 slots' KV cache"), "{err}");
         assert!(
-            err.contains("beside smollm2, qwen3 the machine has 3.8 GB"),
+            err.starts_with("the 2 models need about 3.2 GB together"),
             "{err}"
         );
+        assert!(
+            err.contains("4 slots' full KV cache: smollm2 1.1 GB, gemma 2.1 GB"),
+            "{err}"
+        );
+        assert!(err.contains("the machine has 3.8 GB available"), "{err}");
     }
 
     #[test]

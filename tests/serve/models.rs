@@ -1,7 +1,8 @@
 //! `taper serve` with several models (`-m` given twice): `/v1/models` lists each, a request's
 //! `model` picks the one that answers (the first when it names none), and each answers as it
 //! does served alone; an unknown name is a 404 naming the ones there are. Two files that would
-//! share a name, or one `--tokenizer` for two models, are refused before anything loads.
+//! share a name, one `--tokenizer` for two models, or models the machine's memory would not
+//! hold together, are refused before anything loads.
 
 use crate::common;
 use crate::serve_support::{get, post, Server};
@@ -118,4 +119,41 @@ fn models_that_cannot_be_told_apart_are_refused_before_loading() {
         assert!(stderr.contains(said), "{stderr}");
         assert!(out.stdout.is_empty(), "it never listened");
     }
+}
+
+#[test]
+fn models_that_would_not_fit_together_are_refused_before_any_loads() {
+    // Full f32 caches of 64 slots: about 24 GB for SmolLM2 (its 8,192 tokens) and 77 GB for
+    // Gemma 3 (32,768): more than any test machine has, though each cache only takes memory as
+    // it fills, so only the check before loading can refuse them.
+    let out = Command::new(env!("CARGO_BIN_EXE_taper"))
+        .args(["serve", "--port", "0", "--quiet", "-m"])
+        .arg(common::real_model(common::SMOLLM2))
+        .arg("-m")
+        .arg(common::real_model(common::GEMMA3))
+        .args([
+            "--parallel",
+            "64",
+            "--ctx-size",
+            "32768",
+            "--cache-type",
+            "f32",
+        ])
+        .output()
+        .expect("run taper serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the 2 models need about 10") && stderr.contains("GB together"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{SMOLLM2} 24.")) && stderr.contains(&format!("{GEMMA3} 77.")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("lower --parallel or --ctx-size"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "it never listened");
 }
