@@ -132,6 +132,7 @@ fn models(args: &ServeArgs, config: &Config) -> Result<Vec<ModelOptions>> {
              [[models]] entry of the config"
         );
     }
+    let speculation = args.speculative.resolve(config);
     let mut models: Vec<ModelOptions> = Vec::new();
     for name in named {
         let (path, user_model) = resolve(name, config)?;
@@ -147,7 +148,7 @@ fn models(args: &ServeArgs, config: &Config) -> Result<Vec<ModelOptions>> {
                 path.display()
             );
         }
-        let draft_model = match args.speculative.resolve(config) {
+        let draft_model = match speculation {
             Speculation::Draft => args.speculative.required_draft(&path, config)?,
             Speculation::Off | Speculation::Ngram => None,
         };

@@ -94,7 +94,9 @@ impl Served {
 }
 
 /// The engine hosts behind [`Served`]: dropping them stops the engines.
-pub struct Engines(#[allow(dead_code)] Vec<EngineHandle>);
+pub struct Engines {
+    _hosts: Vec<EngineHandle>,
+}
 
 /// Checks that the machine can hold every model, then reads each in order and starts its host
 /// with `parallel` slots; fails, naming the model, when one cannot be read.
@@ -113,7 +115,7 @@ pub fn load_all(
         served.push(Arc::new(one));
         engines.push(engine);
     }
-    Ok((served, Engines(engines)))
+    Ok((served, Engines { _hosts: engines }))
 }
 
 fn load(

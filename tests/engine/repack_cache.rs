@@ -62,6 +62,14 @@ fn check_round_trip(model: &Path, dir: &Path) -> usize {
     let (second, read, _) = run(model, Some(dir));
     assert_eq!(read.repacked, 0, "{read:?}");
     assert_eq!(read.read_back, wrote.repacked, "every matrix read back");
+    // In place where the kernel maps the file in 2 MiB pages, else copied: either way the
+    // same bytes, which the logits below check.
+    eprintln!(
+        "{}: {} matrices read back {}",
+        model.display(),
+        read.read_back,
+        if read.in_place { "in place" } else { "by copy" }
+    );
     assert!(
         first == fresh && second == fresh,
         "the same logits, bit for bit"

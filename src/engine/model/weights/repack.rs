@@ -1,6 +1,6 @@
 //! Weights repacked at load into the layout the kernel path wants (`Isa::packed_layout`), in
-//! anonymous memory of their own, and where a layer's blocks live (the map, that memory, or a
-//! copy of our own).
+//! anonymous memory of their own (or read back from the repack cache), and where a layer's
+//! blocks live (the map, that memory, or a copy of our own).
 
 use super::anon::anon_pages;
 use super::mapped::MappedBytes;
@@ -9,6 +9,7 @@ use crate::engine::model::kernels::{Format, Layout};
 use crate::engine::model::runtime::kernel_path;
 use candle_core::Result;
 use memmap2::Mmap;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Where a native layer's blocks live.
@@ -17,9 +18,10 @@ pub(super) enum WeightBytes {
     Mapped(MappedBytes),
     /// In memory of our own (layers built from a `QTensor`, as tests do).
     Owned(Vec<u8>),
-    /// Repacked into an anonymous map (its first `usize` bytes), shared with the repack
-    /// cache's writer while it writes.
-    Anon(Arc<Mmap>, usize),
+    /// Repacked: the bytes `Range` of an anonymous map of their own (repacked now, or copied
+    /// out of the repack cache), or of the repack cache's file mapped in huge pages. Shared
+    /// with the repack cache's writer while it writes.
+    Repacked(Arc<Mmap>, Range<usize>),
 }
 
 impl WeightBytes {
@@ -27,7 +29,7 @@ impl WeightBytes {
         match self {
             WeightBytes::Mapped(m) => m,
             WeightBytes::Owned(v) => v,
-            WeightBytes::Anon(map, len) => &map[..*len],
+            WeightBytes::Repacked(map, range) => &map[range.clone()],
         }
     }
 }
@@ -60,8 +62,10 @@ pub(super) fn repacked(
     // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
     let group_bytes = blocks * packed_layout.block_bytes() * group;
     let len = rows.div_ceil(group) * group_bytes;
-    if let Some(map) = cached.and_then(|(cache, name)| cache.fetch(name, packed_layout, len)) {
-        return Some(Ok((WeightBytes::Anon(map, len), packed_layout)));
+    if let Some((map, range)) =
+        cached.and_then(|(cache, name)| cache.fetch(name, packed_layout, len))
+    {
+        return Some(Ok((WeightBytes::Repacked(map, range), packed_layout)));
     }
     let packed = anon_pages(len).and_then(|mut map| {
         for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
@@ -78,9 +82,9 @@ pub(super) fn repacked(
             .map(|map| {
                 let map = Arc::new(map);
                 if let Some((cache, name)) = cached {
-                    cache.record(name, packed_layout, map.clone(), len, true);
+                    cache.record(name, packed_layout, map.clone(), 0..len, true);
                 }
-                (WeightBytes::Anon(map, len), packed_layout)
+                (WeightBytes::Repacked(map, 0..len), packed_layout)
             })
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )

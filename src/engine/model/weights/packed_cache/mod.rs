@@ -18,6 +18,7 @@ use crate::engine::gguf::GgufHeader;
 use crate::engine::model::kernels::Layout;
 use memmap2::Mmap;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -55,8 +56,16 @@ pub struct PackedCache {
     path: PathBuf,
     key: key::Key,
     /// The file and its index, when there is a valid one for this key.
-    found: Option<(File, format::Index)>,
+    found: Option<Found>,
     state: Mutex<Recorded>,
+}
+
+/// A valid cache file for the load's key.
+struct Found {
+    file: File,
+    index: format::Index,
+    /// How the kernel maps the file (in 2 MiB pages: its matrices are used in place).
+    mapping: read::Mapping,
 }
 
 #[derive(Default)]
@@ -73,6 +82,9 @@ pub struct Outcome {
     pub read_back: usize,
     /// Matrices repacked (not in the file, or not as written).
     pub repacked: usize,
+    /// Whether the matrices read back are used in place, in the cache file mapped in 2 MiB
+    /// pages (else they were copied out of it).
+    pub in_place: bool,
     /// Why the cache could not be written, for the user.
     pub notice: Option<String>,
 }
@@ -83,9 +95,15 @@ impl PackedCache {
     pub fn open(dir: &Path, header: &GgufHeader) -> Option<Self> {
         let key = key::Key::of(&header.path).ok()?;
         let path = dir.join(key.file_name());
-        let found = File::open(&path)
-            .ok()
-            .and_then(|file| format::read_index(&file, &key).map(|index| (file, index)));
+        let found = File::open(&path).ok().and_then(|file| {
+            let index = format::read_index(&file, &key)?;
+            let mapping = read::huge_mapping(&file);
+            Some(Found {
+                file,
+                index,
+                mapping,
+            })
+        });
         Some(Self {
             dir: dir.to_path_buf(),
             path,
@@ -95,32 +113,39 @@ impl PackedCache {
         })
     }
 
-    /// The matrix `name`, repacked into `layout` (`len` bytes), read back from the file; `None`
-    /// when the file does not hold it as asked, or holds other bytes than it wrote.
+    /// The matrix `name`, repacked into `layout` (`len` bytes), read back from the file (the
+    /// bytes `range` of the map returned); `None` when the file does not hold it as asked, or
+    /// holds other bytes than it wrote.
     pub(in crate::engine::model::weights) fn fetch(
         &self,
         name: &str,
         layout: Layout,
         len: usize,
-    ) -> Option<Arc<Mmap>> {
-        let (file, index) = self.found.as_ref()?;
+    ) -> Option<(Arc<Mmap>, Range<usize>)> {
+        let found = self.found.as_ref()?;
         let tag = layout_tag(layout);
-        let entry = index
+        let entry = found
+            .index
             .entries
             .iter()
             .find(|e| e.name == name && e.layout == tag && e.len == len as u64)?;
-        let map = Arc::new(read::matrix(file, entry)?);
-        self.record(name, layout, map.clone(), len, false);
-        Some(map)
+        let in_place = match &found.mapping {
+            read::Mapping::Huge(map) => Some(map),
+            _ => None,
+        };
+        let (map, range) = read::matrix(&found.file, in_place, entry)?;
+        self.record(name, layout, map.clone(), range.clone(), false);
+        Some((map, range))
     }
 
-    /// A matrix this load holds, repacked now (`repacked`) or read back, for the file.
+    /// A matrix this load holds (the bytes `range` of `map`), repacked now (`repacked`) or
+    /// read back, for the file.
     pub(in crate::engine::model::weights) fn record(
         &self,
         name: &str,
         layout: Layout,
         map: Arc<Mmap>,
-        len: usize,
+        range: Range<usize>,
         repacked: bool,
     ) {
         if let Ok(mut state) = self.state.lock() {
@@ -129,31 +154,39 @@ impl PackedCache {
                 name: name.to_string(),
                 layout: layout_tag(layout),
                 map,
-                len,
+                range,
             });
         }
     }
 
-    /// Ends the load: when anything was repacked, the file is written in the background.
+    /// Ends the load: when anything was repacked, the file is written in the background; so it
+    /// is when the kernel mapped only part of it in 2 MiB pages, so that the next load finds
+    /// it all in 2 MiB folios and uses it in place.
     pub fn finish(self) -> Outcome {
         let state = self.state.into_inner().unwrap_or_default();
+        let read_back = state.matrices.len() - state.repacked;
+        let mapping = self.found.as_ref().map(|f| &f.mapping);
         let mut outcome = Outcome {
-            read_back: state.matrices.len() - state.repacked,
+            read_back,
             repacked: state.repacked,
+            in_place: read_back > 0 && matches!(mapping, Some(read::Mapping::Huge(_))),
             notice: None,
         };
-        if state.repacked == 0 {
+        let partly_huge = read_back > 0 && matches!(mapping, Some(read::Mapping::Partly));
+        if state.repacked == 0 && !partly_huge {
             return outcome;
         }
         match write::temp_in(&self.dir) {
             Ok(temp) => write::spawn(self.path, temp, self.key, state.matrices),
-            Err(e) => {
+            Err(e) if state.repacked > 0 => {
                 outcome.notice = Some(format!(
                     "the repack cache in {} cannot be written ({e}): this model is repacked \
                      at every load. `repack_cache = false` in the config turns the cache off.",
                     self.dir.display()
                 ))
             }
+            // The file is whole and read back; only its copy costs more than a mapping.
+            Err(_) => {}
         }
         outcome
     }

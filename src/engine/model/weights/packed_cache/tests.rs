@@ -7,7 +7,7 @@ use super::write::{self, Matrix};
 use super::{read, store};
 use crate::engine::model::kernels::format::FORMATS;
 use crate::engine::model::kernels::packed::GROUP;
-use memmap2::MmapMut;
+use memmap2::{Mmap, MmapMut};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ fn matrix(name: &str, len: usize, seed: u8) -> Matrix {
         name: name.into(),
         layout: "Q8(Q4_1X16)".into(),
         map: Arc::new(map.make_read_only().expect("read-only")),
-        len,
+        range: 0..len,
     }
 }
 
@@ -69,14 +69,18 @@ fn a_written_file_reads_back_every_matrix_bit_for_bit() {
     );
     let idx = index(&path, &k).expect("a valid index");
     let file = File::open(&path).expect("cache file");
+    let mapped = map_whole(&file);
     for (entry, want) in idx
         .entries
         .iter()
         .zip([matrix("a", big, 1), matrix("b", small, 7)])
     {
         assert_eq!(entry.offset % format::ALIGN, 0, "page-aligned");
-        let got = read::matrix(&file, entry).expect("matrix read back");
-        assert_eq!(&got[..want.len], &want.map[..want.len], "{}", entry.name);
+        let want = &want.map[want.range.clone()];
+        let (map, range) = read::matrix(&file, None, entry).expect("matrix copied back");
+        assert_eq!(&map[range], want, "{} copied", entry.name);
+        let (map, range) = read::matrix(&file, Some(&mapped), entry).expect("matrix in place");
+        assert_eq!(&map[range], want, "{} in place", entry.name);
     }
     assert_eq!(
         store::list(dir.path()).len(),
@@ -99,11 +103,21 @@ fn a_changed_byte_fails_only_its_own_matrix() {
     bytes[idx.entries[1].offset as usize + 4321] ^= 0x10;
     std::fs::write(&path, bytes).expect("write");
     let file = File::open(&path).expect("cache file");
-    assert!(read::matrix(&file, &idx.entries[0]).is_some());
-    assert!(
-        read::matrix(&file, &idx.entries[1]).is_none(),
-        "damage is caught"
-    );
+    let mapped = map_whole(&file);
+    for map in [None, Some(&mapped)] {
+        assert!(read::matrix(&file, map, &idx.entries[0]).is_some());
+        assert!(
+            read::matrix(&file, map, &idx.entries[1]).is_none(),
+            "damage is caught"
+        );
+    }
+}
+
+/// The whole file mapped, as `read::huge_mapping` maps it where huge pages are had (reading
+/// in place does not depend on the page size).
+fn map_whole(file: &File) -> Arc<Mmap> {
+    // SAFETY: a test's own file, not changed while mapped.
+    Arc::new(unsafe { Mmap::map(file) }.expect("map"))
 }
 
 #[test]
@@ -202,4 +216,31 @@ fn layouts_have_not_changed() {
         "a repacked layout changed: raise LAYOUT_VERSION (packed_cache/key.rs) and make this \
          table what the test saw"
     );
+}
+
+#[test]
+fn a_file_of_many_matrices_reads_back_whole() {
+    // A thousand small matrices: the index with real offsets is kilobytes shorter than the
+    // one laid out with placeholders, so the first matrix lies pages past the index's end.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let k = key("/models/m.gguf");
+    let want: Vec<Matrix> = (0..1000)
+        .map(|i| matrix(&format!("blk.{i}.ffn_up.weight"), 3000 + i, i as u8))
+        .collect();
+    let again: Vec<Matrix> = (0..1000)
+        .map(|i| matrix(&format!("blk.{i}.ffn_up.weight"), 3000 + i, i as u8))
+        .collect();
+    let path = write_file(dir.path(), &k, again);
+    let idx = index(&path, &k).expect("a valid index");
+    let file = File::open(&path).expect("cache file");
+    let mapped = map_whole(&file);
+    assert!(
+        idx.entries[0].offset >= 2 * format::ALIGN,
+        "{}",
+        idx.entries[0].offset
+    );
+    for (entry, m) in idx.entries.iter().zip(&want) {
+        let (map, range) = read::matrix(&file, Some(&mapped), entry).expect("read back");
+        assert_eq!(&map[range], &m.map[m.range.clone()], "{}", entry.name);
+    }
 }
