@@ -82,14 +82,22 @@ pub fn spawn(path: PathBuf, temp: NamedTempFile, key: Key, matrices: Vec<Matrix>
 }
 
 /// Waits for this process's writes to finish (before it exits, and before `taper bench`
-/// measures loads that should find the cache).
+/// measures loads that should find the cache). The writes stay listed until they are done, so
+/// a second thread waiting at the same time waits for them too (taking them out to join them
+/// let it return while the first still waited, before the file was renamed into place).
 pub fn finish() {
-    let writes = match WRITES.lock() {
-        Ok(mut writes) => std::mem::take(&mut *writes),
-        Err(_) => return,
-    };
-    for (_, handle) in writes {
-        let _ = handle.join();
+    loop {
+        let busy = WRITES
+            .lock()
+            .map(|mut writes| {
+                writes.retain(|(_, handle)| !handle.is_finished());
+                !writes.is_empty()
+            })
+            .unwrap_or(false);
+        if !busy {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
