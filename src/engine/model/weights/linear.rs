@@ -25,6 +25,7 @@
 
 use super::mapped::{MappedBytes, WeightFile};
 use super::matmul::{quantized_matmul, Mat};
+use super::pages::Arena;
 use super::repack::{repacked, Cached, WeightBytes};
 use crate::engine::model::kernels::{Format, Isa, Layout, Q8Block, Q8KBlock, Q8KLayout, Q8Layout};
 use crate::engine::model::runtime::kernel_path::{self, Forced};
@@ -75,7 +76,10 @@ impl WeightFile<'_> {
         let info = self.info(name)?;
         let cached = self.packed_cache().map(|cache| (cache, name));
         let bytes = self.bytes(info)?;
-        if let Some(linear) = QLinear::from_mapped(bytes, info.dtype, cols_in, rows_out, cached) {
+        let arena = self.arena();
+        if let Some(linear) =
+            QLinear::from_mapped(bytes, info.dtype, cols_in, rows_out, arena, cached)
+        {
             return Ok(linear);
         }
         Ok(QLinear::from_arc(self.qtensor(info)?)?)
@@ -89,8 +93,9 @@ impl QLinear {
         let native = match native_format(tensor.dtype(), in_dim) {
             Some(format) => {
                 let data = tensor.data()?;
+                let arena = Arena::new(data.len());
                 match (
-                    repacked(&data, format, out_dim, |_| {}, None),
+                    repacked(&data, format, out_dim, |_| {}, &arena, None),
                     format.spec().ggml,
                 ) {
                     (Some(packed), _) => Some(packed?),
@@ -120,21 +125,23 @@ impl QLinear {
         dtype: GgmlDType,
         in_dim: usize,
         out_dim: usize,
+        arena: &Arena,
         cached: Cached,
     ) -> Option<Self> {
         let format = native_format(dtype, in_dim)?;
         // A layer that cannot get memory for its repacked copy keeps reading the file.
         let hand_back = |part| bytes.release_part(part);
-        let (weights, layout) =
-            match repacked(&bytes, format, out_dim, hand_back, cached).and_then(|r| r.ok()) {
-                Some(packed) => {
-                    bytes.release();
-                    packed
-                }
-                // Only a repacked layout has kernels, and this matrix was not repacked: candle
-                // computes it.
-                None => (WeightBytes::Mapped(bytes), format.spec().ggml?),
-            };
+        let (weights, layout) = match repacked(&bytes, format, out_dim, hand_back, arena, cached)
+            .and_then(|r| r.ok())
+        {
+            Some(packed) => {
+                bytes.release();
+                packed
+            }
+            // Only a repacked layout has kernels, and this matrix was not repacked: candle
+            // computes it.
+            None => (WeightBytes::Mapped(bytes), format.spec().ggml?),
+        };
         Some(Self {
             imp: Imp::Native { weights, layout },
             in_dim,

@@ -10,6 +10,7 @@
 //! are copied into candle tensors.
 
 use super::packed_cache::{Outcome, PackedCache};
+use super::pages::Arena;
 use crate::engine::gguf::{GgufHeader, TensorInfo};
 use anyhow::{anyhow, Context, Result};
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
@@ -61,11 +62,13 @@ impl MappedBytes {
     }
 }
 
-/// The open file, mapped, and the repack cache its matrices may be read back from.
+/// The open file, mapped, the repack cache its matrices may be read back from, and the arena
+/// its repacked matrices are put in.
 pub struct WeightFile<'h> {
     header: &'h GgufHeader,
     map: Arc<Mmap>,
     packed: Option<PackedCache>,
+    arena: Arena,
 }
 
 impl<'h> WeightFile<'h> {
@@ -80,6 +83,11 @@ impl<'h> WeightFile<'h> {
     /// The repack cache of this load, if any.
     pub(super) fn packed_cache(&self) -> Option<&PackedCache> {
         self.packed.as_ref()
+    }
+
+    /// Where this load's repacked matrices go.
+    pub(super) fn arena(&self) -> &Arena {
+        &self.arena
     }
 
     /// Ends the load: the repack cache writes what it did not hold, and says what it did.
@@ -103,6 +111,7 @@ impl<'h> WeightFile<'h> {
             header,
             map: Arc::new(map),
             packed: None,
+            arena: Arena::new(expected_repacked_bytes(header.file_size)),
         })
     }
 
@@ -193,4 +202,12 @@ fn bytemuck_bytes_mut(words: &mut [u64]) -> &mut [u8] {
     // SAFETY: u64 has no padding and any byte pattern is a valid u8; the length covers
     // exactly the words' memory.
     unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) }
+}
+
+/// Address space for a model's repacked matrices: they are about the size of the file (2%
+/// more for the Qwen3-4B shape: sixteen-row groups, wider scales); an eighth more and 16 MiB
+/// leave room for any layout, and a matrix that still does not fit gets a map of its own.
+fn expected_repacked_bytes(file_size: u64) -> usize {
+    let file = usize::try_from(file_size).unwrap_or(usize::MAX);
+    file.saturating_add(file / 8).saturating_add(16 << 20)
 }

@@ -1,16 +1,13 @@
 //! Weights repacked at load into the layout the kernel path wants (`Isa::packed_layout`), in
-//! anonymous memory of their own (or read back from the repack cache), and where a layer's
-//! blocks live (the map, that memory, or a copy of our own).
+//! the load's arena (or read back from the repack cache), and where a layer's blocks live
+//! (the map, the arena or the cache file, or a copy of our own).
 
-use super::anon::anon_pages;
 use super::mapped::MappedBytes;
 use super::packed_cache::PackedCache;
+use super::pages::{Arena, Pages};
 use crate::engine::model::kernels::{Format, Layout};
 use crate::engine::model::runtime::kernel_path;
 use candle_core::Result;
-use memmap2::Mmap;
-use std::ops::Range;
-use std::sync::Arc;
 
 /// Where a native layer's blocks live.
 pub(super) enum WeightBytes {
@@ -18,10 +15,10 @@ pub(super) enum WeightBytes {
     Mapped(MappedBytes),
     /// In memory of our own (layers built from a `QTensor`, as tests do).
     Owned(Vec<u8>),
-    /// Repacked: the bytes `Range` of an anonymous map of their own (repacked now, or copied
-    /// out of the repack cache), or of the repack cache's file mapped in huge pages. Shared
-    /// with the repack cache's writer while it writes.
-    Repacked(Arc<Mmap>, Range<usize>),
+    /// Repacked: in the load's arena (repacked now, or copied out of the repack cache), or in
+    /// the repack cache's file mapped in huge pages. Shared with the repack cache's writer
+    /// while it writes.
+    Repacked(Pages),
 }
 
 impl WeightBytes {
@@ -29,7 +26,7 @@ impl WeightBytes {
         match self {
             WeightBytes::Mapped(m) => m,
             WeightBytes::Owned(v) => v,
-            WeightBytes::Repacked(map, range) => &map[range.clone()],
+            WeightBytes::Repacked(pages) => pages,
         }
     }
 }
@@ -43,13 +40,14 @@ pub(super) type Cached<'a> = Option<(&'a PackedCache, &'a str)>;
 
 /// `w` (`rows` rows of `format`) in the layout the kernels in use want, when that is not
 /// ggml's (`Isa::packed_layout`): read back from the repack cache when it holds it, else
-/// repacked (and given to the cache to keep). `done(bytes)` is told each range of `w` that
-/// has been copied.
+/// repacked into `arena` (and given to the cache to keep). `done(bytes)` is told each range
+/// of `w` that has been copied.
 pub(super) fn repacked(
     w: &[u8],
     format: Format,
     rows: usize,
     done: impl Fn(std::ops::Range<usize>),
+    arena: &Arena,
     cached: Cached,
 ) -> Option<Result<(WeightBytes, Layout)>> {
     if rows == 0 || !w.len().is_multiple_of(rows) {
@@ -62,29 +60,29 @@ pub(super) fn repacked(
     // `block_bytes` of a repacked layout is per row: a group's blocks take `group` times that.
     let group_bytes = blocks * packed_layout.block_bytes() * group;
     let len = rows.div_ceil(group) * group_bytes;
-    if let Some((map, range)) =
-        cached.and_then(|(cache, name)| cache.fetch(name, packed_layout, len))
+    if let Some(pages) =
+        cached.and_then(|(cache, name)| cache.fetch(name, packed_layout, len, arena))
     {
-        return Some(Ok((WeightBytes::Repacked(map, range), packed_layout)));
+        return Some(Ok((WeightBytes::Repacked(pages), packed_layout)));
     }
-    let packed = anon_pages(len).and_then(|mut map| {
+    let packed = arena.take(len).map(|mut region| {
+        let out = region.bytes_mut();
         for first in (0..rows).step_by(REPACK_SLICE_ROWS) {
             let end = (first + REPACK_SLICE_ROWS).min(rows);
             let src = first * row_bytes..end * row_bytes;
             let dst = first / group * group_bytes..end.div_ceil(group) * group_bytes;
-            repack(&w[src.clone()], end - first, &mut map[dst]);
+            repack(&w[src.clone()], end - first, &mut out[dst]);
             done(src);
         }
-        map.make_read_only()
+        region.done()
     });
     Some(
         packed
-            .map(|map| {
-                let map = Arc::new(map);
+            .map(|pages| {
                 if let Some((cache, name)) = cached {
-                    cache.record(name, packed_layout, map.clone(), 0..len, true);
+                    cache.record(name, packed_layout, pages.clone(), true);
                 }
-                (WeightBytes::Repacked(map, 0..len), packed_layout)
+                (WeightBytes::Repacked(pages), packed_layout)
             })
             .map_err(|e| candle_core::Error::Msg(format!("cannot allocate repacked weights: {e}"))),
     )

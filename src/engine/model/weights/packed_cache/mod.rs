@@ -14,13 +14,12 @@ mod read;
 pub mod store;
 mod write;
 
+use super::pages::{Arena, Pages};
 use crate::engine::gguf::GgufHeader;
 use crate::engine::model::kernels::Layout;
-use memmap2::Mmap;
 use std::fs::File;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Mutex, RwLock};
 
 pub use key::LAYOUT_VERSION;
 
@@ -113,15 +112,16 @@ impl PackedCache {
         })
     }
 
-    /// The matrix `name`, repacked into `layout` (`len` bytes), read back from the file (the
-    /// bytes `range` of the map returned); `None` when the file does not hold it as asked, or
+    /// The matrix `name`, repacked into `layout` (`len` bytes), read back from the file (used
+    /// in place, or copied into `arena`); `None` when the file does not hold it as asked, or
     /// holds other bytes than it wrote.
     pub(in crate::engine::model::weights) fn fetch(
         &self,
         name: &str,
         layout: Layout,
         len: usize,
-    ) -> Option<(Arc<Mmap>, Range<usize>)> {
+        arena: &Arena,
+    ) -> Option<Pages> {
         let found = self.found.as_ref()?;
         let tag = layout_tag(layout);
         let entry = found
@@ -133,19 +133,17 @@ impl PackedCache {
             read::Mapping::Huge(map) => Some(map),
             _ => None,
         };
-        let (map, range) = read::matrix(&found.file, in_place, entry)?;
-        self.record(name, layout, map.clone(), range.clone(), false);
-        Some((map, range))
+        let pages = read::matrix(&found.file, in_place, entry, arena)?;
+        self.record(name, layout, pages.clone(), false);
+        Some(pages)
     }
 
-    /// A matrix this load holds (the bytes `range` of `map`), repacked now (`repacked`) or
-    /// read back, for the file.
+    /// A matrix this load holds, repacked now (`repacked`) or read back, for the file.
     pub(in crate::engine::model::weights) fn record(
         &self,
         name: &str,
         layout: Layout,
-        map: Arc<Mmap>,
-        range: Range<usize>,
+        bytes: Pages,
         repacked: bool,
     ) {
         if let Ok(mut state) = self.state.lock() {
@@ -153,8 +151,7 @@ impl PackedCache {
             state.matrices.push(write::Matrix {
                 name: name.to_string(),
                 layout: layout_tag(layout),
-                map,
-                range,
+                bytes,
             });
         }
     }

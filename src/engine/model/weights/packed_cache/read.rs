@@ -1,47 +1,48 @@
 //! Reading a matrix back, checked chunk by chunk in parallel against the hash it was written
 //! with. Where the kernel maps the whole cache file in 2 MiB pages ([`huge_mapping`]), the
 //! matrices are used where they lie, in the page cache: a load then costs the hash check and
-//! no copy. Elsewhere each matrix is copied into fresh anonymous memory in 2 MiB pages, where
+//! no copy. Elsewhere each matrix is copied into the load's arena, in 2 MiB pages, where
 //! decoding wants it (streaming weights through 4 KiB pages of a file map decoded 5–20%
 //! slower: `docs/benchmarks/zen4-epyc.md`).
 
 use super::format::{self, Entry, CHUNK};
-use crate::engine::model::weights::anon::anon_pages;
+use crate::engine::model::weights::pages::{Arena, Pages, ReadOnly, HUGE_PAGE};
 use memmap2::Mmap;
 use rayon::prelude::*;
 use std::fs::File;
-use std::ops::Range;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
-
-/// A matrix's bytes: `range` of `map`.
-pub type Bytes = (Arc<Mmap>, Range<usize>);
 
 /// The matrix `entry` describes, from `mapped` (the whole file in huge pages) when there is
-/// one, else copied out of `file`; `None` when it cannot be read or its bytes are not the
-/// ones written (it is then repacked).
-pub fn matrix(file: &File, mapped: Option<&Arc<Mmap>>, entry: &Entry) -> Option<Bytes> {
+/// one, else copied out of `file` into `arena`; `None` when it cannot be read or its bytes are
+/// not the ones written (it is then repacked).
+pub fn matrix(
+    file: &File,
+    mapped: Option<&ReadOnly>,
+    entry: &Entry,
+    arena: &Arena,
+) -> Option<Pages> {
     match mapped {
         Some(map) => in_place(map, entry),
-        None => copied(file, entry),
+        None => copied(file, entry, arena),
     }
 }
 
-fn in_place(map: &Arc<Mmap>, entry: &Entry) -> Option<Bytes> {
+fn in_place(map: &ReadOnly, entry: &Entry) -> Option<Pages> {
     let start = usize::try_from(entry.offset).ok()?;
-    let range = start..start.checked_add(usize::try_from(entry.len).ok()?)?;
-    let bytes = map.get(range.clone())?;
-    let digests: Vec<u64> = bytes
+    let pages = map.pages(start..start.checked_add(usize::try_from(entry.len).ok()?)?)?;
+    let digests: Vec<u64> = pages
         .par_chunks(CHUNK)
         .map(xxhash_rust::xxh3::xxh3_64)
         .collect();
-    (format::combine(&digests) == entry.hash).then(|| (map.clone(), range))
+    (format::combine(&digests) == entry.hash).then_some(pages)
 }
 
-fn copied(file: &File, entry: &Entry) -> Option<Bytes> {
+/// A matrix that fails its check gives its bytes back to the arena, where its repack goes.
+fn copied(file: &File, entry: &Entry, arena: &Arena) -> Option<Pages> {
     let len = usize::try_from(entry.len).ok()?;
-    let mut map = anon_pages(len).ok()?;
-    let digests: Option<Vec<u64>> = map[..len]
+    let mut region = arena.take(len).ok()?;
+    let digests: Option<Vec<u64>> = region
+        .bytes_mut()
         .par_chunks_mut(CHUNK)
         .enumerate()
         .map(|(i, chunk)| {
@@ -50,15 +51,14 @@ fn copied(file: &File, entry: &Entry) -> Option<Bytes> {
             Some(xxhash_rust::xxh3::xxh3_64(chunk))
         })
         .collect();
-    if format::combine(&digests?) != entry.hash {
-        return None;
+    match digests {
+        Some(digests) if format::combine(&digests) == entry.hash => Some(region.done()),
+        _ => {
+            arena.give_back(region);
+            None
+        }
     }
-    let map = map.make_read_only().ok()?;
-    Some((Arc::new(map), 0..len))
 }
-
-/// 2 MiB, the huge page size of x86-64 and of 4 KiB-page ARM64.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// At least this share of the file's whole huge pages must be mapped as such for the map to
 /// be used in place.
@@ -67,7 +67,7 @@ const HUGE_SHARE: (usize, usize) = (9, 10);
 /// How the kernel maps a cache file.
 pub enum Mapping {
     /// (Nearly) all of it in 2 MiB pages: its matrices are used in place.
-    Huge(Arc<Mmap>),
+    Huge(ReadOnly),
     /// Only part of it: the page cache holds the rest in smaller folios (the file was written
     /// in small pieces, as before taper wrote it in 2 MiB ones, or read back in them). Its
     /// matrices are copied; the file written again is held in 2 MiB folios.
@@ -109,7 +109,7 @@ pub fn huge_mapping(file: &File) -> Mapping {
         Some(huge) if mostly_huge(huge, map.len()) => {
             // The rest now, so a load reads no page for the first time mid-answer.
             match map.advise(memmap2::Advice::PopulateRead) {
-                Ok(()) => Mapping::Huge(Arc::new(map)),
+                Ok(()) => Mapping::Huge(ReadOnly::new(map)),
                 Err(_) => Mapping::Not,
             }
         }

@@ -7,10 +7,10 @@ use super::write::{self, Matrix};
 use super::{read, store};
 use crate::engine::model::kernels::format::FORMATS;
 use crate::engine::model::kernels::packed::GROUP;
-use memmap2::{Mmap, MmapMut};
+use crate::engine::model::weights::pages::{Arena, ReadOnly};
+use memmap2::Mmap;
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
 fn key(source: &str) -> Key {
     Key {
@@ -27,15 +27,14 @@ fn key(source: &str) -> Key {
 
 /// A matrix of `len` bytes counting up from `seed`.
 fn matrix(name: &str, len: usize, seed: u8) -> Matrix {
-    let mut map = MmapMut::map_anon(len).expect("anonymous memory");
-    for (i, b) in map.iter_mut().enumerate() {
+    let mut region = Arena::new(len).take(len).expect("anonymous memory");
+    for (i, b) in region.bytes_mut().iter_mut().enumerate() {
         *b = seed.wrapping_add((i % 251) as u8);
     }
     Matrix {
         name: name.into(),
         layout: "Q8(Q4_1X16)".into(),
-        map: Arc::new(map.make_read_only().expect("read-only")),
-        range: 0..len,
+        bytes: region.done(),
     }
 }
 
@@ -76,11 +75,11 @@ fn a_written_file_reads_back_every_matrix_bit_for_bit() {
         .zip([matrix("a", big, 1), matrix("b", small, 7)])
     {
         assert_eq!(entry.offset % format::ALIGN, 0, "page-aligned");
-        let want = &want.map[want.range.clone()];
-        let (map, range) = read::matrix(&file, None, entry).expect("matrix copied back");
-        assert_eq!(&map[range], want, "{} copied", entry.name);
-        let (map, range) = read::matrix(&file, Some(&mapped), entry).expect("matrix in place");
-        assert_eq!(&map[range], want, "{} in place", entry.name);
+        let arena = Arena::new(0);
+        let copied = read::matrix(&file, None, entry, &arena).expect("matrix copied back");
+        assert_eq!(*copied, *want.bytes, "{} copied", entry.name);
+        let in_place = read::matrix(&file, Some(&mapped), entry, &arena).expect("matrix in place");
+        assert_eq!(*in_place, *want.bytes, "{} in place", entry.name);
     }
     assert_eq!(
         store::list(dir.path()).len(),
@@ -104,10 +103,11 @@ fn a_changed_byte_fails_only_its_own_matrix() {
     std::fs::write(&path, bytes).expect("write");
     let file = File::open(&path).expect("cache file");
     let mapped = map_whole(&file);
+    let arena = Arena::new(0);
     for map in [None, Some(&mapped)] {
-        assert!(read::matrix(&file, map, &idx.entries[0]).is_some());
+        assert!(read::matrix(&file, map, &idx.entries[0], &arena).is_some());
         assert!(
-            read::matrix(&file, map, &idx.entries[1]).is_none(),
+            read::matrix(&file, map, &idx.entries[1], &arena).is_none(),
             "damage is caught"
         );
     }
@@ -115,9 +115,9 @@ fn a_changed_byte_fails_only_its_own_matrix() {
 
 /// The whole file mapped, as `read::huge_mapping` maps it where huge pages are had (reading
 /// in place does not depend on the page size).
-fn map_whole(file: &File) -> Arc<Mmap> {
+fn map_whole(file: &File) -> ReadOnly {
     // SAFETY: a test's own file, not changed while mapped.
-    Arc::new(unsafe { Mmap::map(file) }.expect("map"))
+    ReadOnly::new(unsafe { Mmap::map(file) }.expect("map"))
 }
 
 #[test]
@@ -240,7 +240,8 @@ fn a_file_of_many_matrices_reads_back_whole() {
         idx.entries[0].offset
     );
     for (entry, m) in idx.entries.iter().zip(&want) {
-        let (map, range) = read::matrix(&file, Some(&mapped), entry).expect("read back");
-        assert_eq!(&map[range], &m.map[m.range.clone()], "{}", entry.name);
+        let arena = Arena::new(0);
+        let back = read::matrix(&file, Some(&mapped), entry, &arena).expect("read back");
+        assert_eq!(*back, *m.bytes, "{}", entry.name);
     }
 }

@@ -7,28 +7,20 @@
 
 use super::format::{self, Entry, Index, ALIGN};
 use super::key::Key;
-use memmap2::Mmap;
+use crate::engine::model::weights::pages::Pages;
 use std::io::Write;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 use tempfile::NamedTempFile;
 
-/// A repacked matrix to write (the bytes `range` of `map`): shared with the model that uses
-/// it, so keeping it for the writer costs no copy.
+/// A repacked matrix to write: its bytes are shared with the model that uses them, so keeping
+/// them for the writer costs no copy.
 pub struct Matrix {
     pub name: String,
     pub layout: String,
-    pub map: Arc<Mmap>,
-    pub range: Range<usize>,
-}
-
-impl Matrix {
-    fn bytes(&self) -> &[u8] {
-        &self.map[self.range.clone()]
-    }
+    pub bytes: Pages,
 }
 
 /// The size of each write: a huge page, so each can become one 2 MiB folio of the page cache.
@@ -115,8 +107,8 @@ fn write(
             name: m.name.clone(),
             layout: m.layout.clone(),
             offset: u64::MAX,
-            len: m.range.len() as u64,
-            hash: format::hash(m.bytes()),
+            len: m.bytes.len() as u64,
+            hash: format::hash(&m.bytes),
         })
         .collect();
     let draft = Index {
@@ -135,7 +127,7 @@ fn write(
     out.put(&head)?;
     for (entry, m) in index.entries.iter().zip(matrices) {
         out.pad_to(entry.offset)?;
-        out.put(m.bytes())?;
+        out.put(&m.bytes)?;
     }
     out.end()?;
     Ok(temp)
