@@ -109,7 +109,10 @@ impl Arena {
                 });
             }
         }
-        let (map, start) = huge_page_map(state.next_size.max(len))?;
+        // Where the address space asked for is refused (a strict overcommit policy counts it
+        // all), a map of this matrix's size still loads the model, as a map per matrix did.
+        let (map, start) =
+            huge_page_map(state.next_size.max(len)).or_else(|_| huge_page_map(len))?;
         // The rest of a full map stays address space: no page of it was touched.
         state.next_size = MORE;
         state.current = Some((map.clone(), start + len));
@@ -142,7 +145,13 @@ impl Arena {
 /// million, and decode's streaming reads miss the TLB less. (Linux aligns large anonymous
 /// maps so itself since 6.7; older kernels need the offset.)
 fn huge_page_map(len: usize) -> std::io::Result<(Arc<MmapRaw>, usize)> {
-    let map = MmapMut::map_anon(len.max(1) + HUGE_PAGE)?;
+    let padded = len.max(1).checked_add(HUGE_PAGE).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            "no address space that large",
+        )
+    })?;
+    let map = MmapMut::map_anon(padded)?;
     #[cfg(target_os = "linux")]
     let _ = map.advise(memmap2::Advice::HugePage);
     let address = map.as_ptr() as usize;
@@ -198,6 +207,17 @@ mod tests {
         assert!(!Arc::ptr_eq(&pages[1].map, &pages[2].map));
         assert!(Arc::ptr_eq(&pages[2].map, &pages[3].map));
         assert_eq!(pages[1].range.start - pages[0].range.start, 128);
+    }
+
+    #[test]
+    fn a_first_map_refused_is_replaced_by_one_of_the_matrix_size() {
+        // Past what any address space holds, and past `usize` once the alignment is added.
+        for expected in [usize::MAX / 2, usize::MAX] {
+            let arena = Arena::new(expected);
+            let mut region = arena.take(5000).expect("a small map");
+            region.bytes_mut().fill(1);
+            assert_eq!(region.done().len(), 5000);
+        }
     }
 
     #[test]
