@@ -68,6 +68,15 @@ pub struct ServeArgs {
     /// No request log (as --log-format off).
     #[arg(long)]
     pub quiet: bool,
+    /// Models loaded at once at most; the others are loaded when a request names them, the
+    /// least recently used idle model unloaded for each [default: every model given].
+    #[arg(long = "keep-loaded", value_name = "N", value_parser = super::values::at_least_one)]
+    pub keep_loaded: Option<usize>,
+    /// What the loaded models may take together, each its weights and its slots' full KV
+    /// cache, e.g. 6GB; never more than the machine has available [default: what is
+    /// available, less 512 MiB]
+    #[arg(long = "memory-budget", value_name = "SIZE", value_parser = super::values::memory_size)]
+    pub memory_budget: Option<u64>,
 }
 
 pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
@@ -87,6 +96,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
     let context = args.run.context_size(config);
     let default_max_tokens = args.max_tokens.unwrap_or(config.max_tokens());
     serve::serve(ServeOptions {
+        keep_loaded: args.keep_loaded.unwrap_or(models.len()),
         models,
         host: args.host,
         port: args.port,
@@ -116,6 +126,7 @@ pub(super) fn serve(args: ServeArgs, config: &Config) -> Result<()> {
         } else {
             args.log_format
         },
+        memory_budget: args.memory_budget,
     })
 }
 

@@ -88,3 +88,27 @@ pub async fn log_requests(
     }
     response
 }
+
+/// A line about the server itself rather than a request (`what` is `model_loaded`,
+/// `model_unloaded` or `notice`), in the requests' format, so a JSON log stays one object per line.
+pub fn event(format: LogFormat, what: &str, model: &str, detail: &str) {
+    let time = rfc3339_utc(now_s());
+    match format {
+        LogFormat::Off => {}
+        LogFormat::Text => eprintln!("{time} {} {model} {detail}", what.replace('_', " ")),
+        LogFormat::Json => eprintln!(
+            "{}",
+            json!({ "time": time, "event": what, "model": model, "detail": detail })
+        ),
+    }
+}
+
+/// What a model's load wants the user to know (a missing chat template, say): a `taper:` line
+/// as the other commands print it, or a JSON object in a JSON log; said even when requests are
+/// not logged.
+pub fn notice(format: LogFormat, model: &str, notice: &str) {
+    match format {
+        LogFormat::Text | LogFormat::Off => eprintln!("taper: {notice}"),
+        LogFormat::Json => event(format, "notice", model, notice),
+    }
+}

@@ -4,9 +4,12 @@
 //! - [`request`] / [`fields`] / [`tools`]: request bodies parsed and checked; [`error`]:
 //!   OpenAI-style errors.
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
-//! - [`models`]: the models served (`-m` once or more), an engine host each (`crate::engine`,
-//!   with `--parallel` slots) that decodes its requests in batched passes; each request is
-//!   submitted with an event channel of its own, to the model its `model` field picks.
+//! - [`roster`]: the models served (`-m` once or more), loaded before the server listens as
+//!   far as `--keep-loaded` and the memory budget allow, the rest on demand (the least
+//!   recently used idle ones unloaded for them); the request's `model` field picks.
+//! - [`models`]: one loaded model: an engine host (`crate::engine`, with `--parallel` slots)
+//!   that decodes its requests in batched passes; each request is submitted with an event
+//!   channel of its own.
 //! - [`http`]: the connection loop (header deadline, connection cap); [`log`]: a line per
 //!   request on stderr.
 
@@ -18,6 +21,7 @@ pub mod log;
 pub mod models;
 pub mod request;
 pub mod response;
+pub mod roster;
 pub mod routes;
 pub mod stream;
 pub mod tools;
@@ -65,6 +69,11 @@ pub struct ServeOptions {
     pub http_threads: usize,
     /// How each request is logged on stderr.
     pub log_format: log::LogFormat,
+    /// Models loaded at once at most (`--keep-loaded`).
+    pub keep_loaded: usize,
+    /// What the loaded models may take together (`--memory-budget`); never more than the
+    /// machine has available.
+    pub memory_budget: Option<u64>,
 }
 
 /// A JSON body with its status.
@@ -77,15 +86,25 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
     response
 }
 
-/// Loads the models once, starts an engine host with its slots for each, listens, and serves
-/// until stopped.
+/// Loads the models that fit the budget (an engine host with its slots each), listens, and
+/// serves until stopped, loading the others when they are asked for.
 pub fn serve(options: ServeOptions) -> Result<()> {
     auth::check_bind(options.host, options.api_key.as_deref())?;
     let parallel = options.parallel;
-    // Kept until the server stops: dropping them stops the engines.
-    let (served, engines) = models::load_all(&options.models, options.cache, parallel)?;
+    let budget = roster::Budget::new(
+        options.memory_budget,
+        crate::stats::available_memory_bytes(),
+        options.keep_loaded,
+    );
+    let roster = Arc::new(roster::Roster::start(
+        &options.models,
+        options.cache,
+        parallel,
+        budget,
+        options.log_format,
+    )?);
     let state = Arc::new(routes::AppState {
-        models: served,
+        roster: roster.clone(),
         queue: options.queue,
         parallel,
         defaults: options.defaults.clone(),
@@ -107,33 +126,48 @@ pub fn serve(options: ServeOptions) -> Result<()> {
             .await
             .with_context(|| format!("cannot listen on {address}"))?;
         let bound = listener.local_addr()?;
-        println!("taper serve: {}", listening(&state.models, bound, parallel));
+        println!("taper serve: {}", listening(&state.roster, bound, parallel));
         let logged =
             axum::middleware::from_fn_with_state(Arc::new(options.log_format), log::log_requests);
         let router = routes::router(state).layer(logged);
         http::serve(listener, router, options.connections).await;
         Ok::<(), anyhow::Error>(())
     })?;
-    drop(engines);
+    roster.stop_all();
     Ok(())
 }
 
-/// The line that says the server is up: its models, its URL, its slots.
-fn listening(served: &[Arc<models::Served>], bound: SocketAddr, parallel: usize) -> String {
-    match served {
-        [one] => format!(
+/// The line that says the server is up: its models, its URL, its slots, and which models
+/// load when asked for.
+fn listening(roster: &roster::Roster, bound: SocketAddr, parallel: usize) -> String {
+    let described = |m: &roster::Listed| format!("{} (context {})", m.name, m.footprint.context);
+    let (loaded, later): (Vec<&roster::Listed>, Vec<&roster::Listed>) =
+        roster.models.iter().partition(|m| m.is_loaded());
+    let mut line = match loaded.as_slice() {
+        [one] if later.is_empty() => format!(
             "{} on http://{bound}/v1 ({parallel} slots, context {})",
-            one.name, one.context
+            one.name, one.footprint.context
         ),
         _ => {
-            let each: Vec<String> = served
-                .iter()
-                .map(|s| format!("{} (context {})", s.name, s.context))
-                .collect();
+            let each: Vec<String> = loaded.iter().map(|m| described(m)).collect();
             format!(
                 "{} on http://{bound}/v1 ({parallel} slots each)",
                 each.join(", ")
             )
         }
+    };
+    if !later.is_empty() {
+        let each: Vec<String> = later.iter().map(|m| described(m)).collect();
+        let budget = &roster.budget;
+        line.push_str(&format!(
+            "; loaded when asked for: {} (at most {} loaded at once{})",
+            each.join(", "),
+            budget.models,
+            budget.bytes.map_or(String::new(), |b| format!(
+                ", within {}",
+                crate::stats::human_bytes(b)
+            ))
+        ));
     }
+    line
 }

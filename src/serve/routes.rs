@@ -5,9 +5,10 @@
 
 use super::error::ApiError;
 use super::log::{LoggedLater, Pending};
-use super::models::{self, Served};
+use super::models::Served;
 use super::request::{self, Completion, Limits, Prompt};
 use super::response::{self, Finish, Meta};
+use super::roster::Roster;
 use super::stream;
 use crate::engine::{Refused, Status};
 use crate::protocol::{
@@ -21,15 +22,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// Everything a request handler shares.
 pub struct AppState {
-    /// The models served, the first answering requests that name none.
-    pub models: Vec<Arc<Served>>,
+    /// The models served, loaded or loaded on demand; the first answers requests that name
+    /// none.
+    pub roster: Arc<Roster>,
     /// Requests waiting for a slot at most, per model; more get a 503.
     pub queue: usize,
     /// Slots per model.
@@ -57,19 +59,21 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// The slots of the models loaded now.
 async fn health(State(s): State<Arc<AppState>>) -> Response {
-    let count = |of: fn(&Status) -> &AtomicUsize| -> usize {
-        s.models
-            .iter()
-            .map(|m| of(m.engine.status()).load(Ordering::SeqCst))
-            .sum()
-    };
-    let busy = count(|status| &status.busy);
+    let (mut loaded, mut busy, mut queued) = (0, 0, 0);
+    s.roster.for_each_loaded(|_, _, engine| {
+        let status: &Status = engine.status();
+        loaded += 1;
+        busy += status.busy.load(Ordering::SeqCst);
+        queued += status.queued.load(Ordering::SeqCst);
+    });
     let body = json!({
         "status": "ok",
-        "slots_idle": (s.parallel * s.models.len()).saturating_sub(busy),
+        "slots_idle": (s.parallel * loaded).saturating_sub(busy),
         "slots_processing": busy,
-        "requests_queued": count(|status| &status.queued),
+        "requests_queued": queued,
+        "models_loaded": loaded,
     });
     super::json_response(StatusCode::OK, &body)
 }
@@ -79,6 +83,7 @@ async fn models(State(s): State<Arc<AppState>>, headers: HeaderMap) -> Response 
         return e.into_response();
     }
     let data: Vec<_> = s
+        .roster
         .models
         .iter()
         .map(|m| {
@@ -87,7 +92,11 @@ async fn models(State(s): State<Arc<AppState>>, headers: HeaderMap) -> Response 
                 "object": "model",
                 "created": now_secs(),
                 "owned_by": "taper",
-                "meta": { "n_ctx": m.context, "n_parallel": s.parallel },
+                "meta": {
+                    "n_ctx": m.footprint.context,
+                    "n_parallel": s.parallel,
+                    "loaded": m.is_loaded(),
+                },
             })
         })
         .collect();
@@ -147,10 +156,10 @@ async fn apply_template(
         s.authorize(&headers)?;
         let bytes = read_body(&s, &headers, body).await?;
         let request = request::parse(&bytes, true, &s.defaults, &s.limits)?;
-        let model = models::pick(&s.models, request.model.as_deref())?;
         let Prompt::Chat(messages) = request.prompt else {
             return Err(ApiError::field("messages", "`messages` is required"));
         };
+        let model = s.ready(request.model.as_deref()).await?;
         tokio::task::spawn_blocking(move || {
             model
                 .text
@@ -179,7 +188,7 @@ async fn answer(
     s.authorize(&headers)?;
     let bytes = read_body(&s, &headers, body).await?;
     let request = request::parse(&bytes, chat, &s.defaults, &s.limits)?;
-    let model = models::pick(&s.models, request.model.as_deref())?;
+    let model = s.ready(request.model.as_deref()).await?;
     let (prompt, tools) = (request.prompt.clone(), request.tools.clone());
     let constraint = request.constraint.clone();
     // Templating, tokenizing and compiling a grammar are CPU work: off the connection threads.
@@ -224,6 +233,12 @@ async fn answer(
 }
 
 impl AppState {
+    /// The model a request names, loaded (see [`Roster::ready`]).
+    async fn ready(&self, asked: Option<&str>) -> Result<Arc<Served>, ApiError> {
+        let index = self.roster.pick(asked)?;
+        self.roster.ready(index).await
+    }
+
     /// Without a configured key everyone may; with one, only a matching bearer token.
     fn authorize(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let Some(key) = &self.api_key else {

@@ -1,7 +1,7 @@
 //! `taper serve`'s tests in one binary, each against a server started on loopback: the
-//! endpoints, load, several models, hostile input, the official `openai` client, taper's own
-//! remote backend, tool calls alike from a local model and a remote one, and
-//! `/apply-template` beside a real llama-server's.
+//! endpoints, load, several models (loaded at once or on demand), hostile input, the official
+//! `openai` client, taper's own remote backend, tool calls alike from a local model and a
+//! remote one, and `/apply-template` beside a real llama-server's.
 
 #[path = "../support/common.rs"]
 mod common;
@@ -19,6 +19,7 @@ mod hostile;
 mod http;
 mod load;
 mod models;
+mod on_demand;
 mod openai;
 mod remote;
 mod tool_backends;

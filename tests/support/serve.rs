@@ -118,6 +118,20 @@ fn read_json(response: ureq::Response) -> (u16, Value) {
     )
 }
 
+/// `taper serve ARGS`, which must refuse to start (exit status 1) before it listens: its
+/// stderr.
+pub fn refused<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_taper"))
+        .args(["serve", "--port", "0", "--quiet"])
+        .args(args)
+        .output()
+        .expect("run taper serve");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty(), "it never listened");
+    stderr
+}
+
 pub fn get(url: &str) -> (u16, Value) {
     match agent().get(url).call() {
         Ok(r) => read_json(r),

@@ -72,6 +72,8 @@ pub struct EngineHandle {
     /// The cancel flags of the latest turns, by turn id.
     turns: Mutex<Vec<(u64, Arc<AtomicBool>)>>,
     status: Arc<Status>,
+    /// The host thread, joined by [`EngineHandle::stop`].
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl EngineHandle {
@@ -92,7 +94,7 @@ impl EngineHandle {
         let status = Arc::new(Status::default());
         let (ready_tx, ready) = mpsc::channel();
         let host = run::Host::new(events_tx.clone(), status.clone(), slots, ready_tx);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("taper-engine".into())
             .spawn(move || host.run(local, command_rx))?;
         ready
@@ -104,7 +106,18 @@ impl EngineHandle {
             events,
             turns: Mutex::new(Vec::new()),
             status,
+            thread: Some(thread),
         })
+    }
+
+    /// Stops the host and waits until its thread has ended, so the model's memory is free
+    /// when this returns (dropping the handle only asks the thread to stop). Requests still
+    /// running fail; a server stops only idle hosts.
+    pub fn stop(mut self) {
+        let _ = self.commands.send(HostCommand::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 
     /// Sends a command; a generation's events come on [`EngineHandle::events`].

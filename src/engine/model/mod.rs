@@ -174,14 +174,37 @@ pub fn memory_needed(
     cache_type: CacheType,
     slots: usize,
 ) -> Option<u64> {
-    let header = GgufHeader::read(path).ok()?;
-    let config = ModelConfig::from_header(&header).ok()?;
-    let cache = cache_bytes(&config, effective_context(context, &config), cache_type).ok()?;
-    Some(
-        header
+    footprint(path, context, cache_type, slots)
+        .ok()
+        .map(|f| f.bytes)
+}
+
+/// What a model will take and hold once loaded, read from its header alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// As [`memory_needed`].
+    pub bytes: u64,
+    /// Each slot's context: `context` capped at the model's own.
+    pub context: usize,
+}
+
+/// The [`Footprint`] of the model at `path`; an error when its header cannot be read.
+pub fn footprint(
+    path: &Path,
+    context: usize,
+    cache_type: CacheType,
+    slots: usize,
+) -> Result<Footprint> {
+    let header = GgufHeader::read(path)?;
+    let config = ModelConfig::from_header(&header)?;
+    let context = effective_context(context, &config);
+    let cache = cache_bytes(&config, context, cache_type)?;
+    Ok(Footprint {
+        bytes: header
             .file_size
             .saturating_add(cache.saturating_mul(slots as u64)),
-    )
+        context,
+    })
 }
 
 /// Memory left free beyond a model's own estimate when deciding whether it fits beside models

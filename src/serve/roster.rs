@@ -1,0 +1,482 @@
+//! The models one `taper serve` answers with, loaded on demand within a budget: as many as
+//! `--keep-loaded` allows and the memory budget holds (each model's weights and its slots'
+//! full KV caches) are read before the server listens, in the order given; a request for one
+//! that is not loaded reads it, first unloading the least recently used idle models until it
+//! fits. A model answering or queueing a request is never unloaded: a request that needs its
+//! room waits until it is idle. Loads happen one at a time.
+
+use super::error::ApiError;
+use super::log::{self, LogFormat};
+use super::models::{self, Served};
+use super::ModelOptions;
+use crate::engine::model::{self, CacheOptions, Footprint};
+use crate::engine::EngineHandle;
+use crate::stats::human_bytes;
+use anyhow::{bail, Result};
+use axum::http::StatusCode;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How often a request waiting for room looks again.
+const ROOM_POLL: Duration = Duration::from_millis(50);
+
+/// What the models loaded at once may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Bytes for their weights and full caches together; None: no limit known.
+    pub bytes: Option<u64>,
+    /// Models at most.
+    pub models: usize,
+    /// `bytes` is the `--memory-budget` given, not the machine's limit.
+    pub asked: bool,
+}
+
+impl Budget {
+    /// `asked` (`--memory-budget`), never more than the machine's available memory leaves
+    /// after [`model::MEMORY_HEADROOM`]; that alone when nothing was asked.
+    pub fn new(asked: Option<u64>, available: Option<u64>, models: usize) -> Self {
+        let machine = available.map(|a| a.saturating_sub(model::MEMORY_HEADROOM));
+        let bytes = match (asked, machine) {
+            (Some(a), Some(m)) => Some(a.min(m)),
+            (a, m) => a.or(m),
+        };
+        Self {
+            bytes,
+            models: models.max(1),
+            asked: asked.is_some() && bytes == asked,
+        }
+    }
+
+    fn holds(&self, count: usize, bytes: u64) -> bool {
+        count <= self.models && self.bytes.is_none_or(|b| bytes <= b)
+    }
+}
+
+/// A loaded model as the room planner sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Occupant {
+    pub bytes: u64,
+    pub last_used: Instant,
+    /// No request is answering, queued for, or being prepared for it.
+    pub idle: bool,
+}
+
+/// Which of `loaded` to unload (least recently used idle ones first) so that a model of
+/// `need` bytes fits beside the rest; None while the room is held by models that are not idle.
+pub fn plan_room(loaded: &[Occupant], need: u64, budget: &Budget) -> Option<Vec<usize>> {
+    let mut count = loaded.len() + 1;
+    let mut bytes = loaded
+        .iter()
+        .fold(need, |sum, o| sum.saturating_add(o.bytes));
+    let mut idle: Vec<usize> = (0..loaded.len()).filter(|&i| loaded[i].idle).collect();
+    idle.sort_by_key(|&i| loaded[i].last_used);
+    let mut unload = Vec::new();
+    for i in idle {
+        if budget.holds(count, bytes) {
+            break;
+        }
+        unload.push(i);
+        count -= 1;
+        bytes -= loaded[i].bytes;
+    }
+    budget.holds(count, bytes).then_some(unload)
+}
+
+/// One model the server can answer with.
+pub struct Listed {
+    /// Its id in `/v1/models` and in answers.
+    pub name: String,
+    options: ModelOptions,
+    pub footprint: Footprint,
+    loaded: Mutex<Option<Loaded>>,
+}
+
+/// A listed model while it is loaded.
+struct Loaded {
+    served: Arc<Served>,
+    engine: EngineHandle,
+    last_used: Instant,
+}
+
+impl Loaded {
+    /// Nothing holds its [`Served`] but the roster (a request being prepared holds one) and
+    /// its host has no request.
+    fn idle(&self) -> bool {
+        let status = self.engine.status();
+        Arc::strong_count(&self.served) == 1
+            && status.busy.load(Ordering::SeqCst) == 0
+            && status.queued.load(Ordering::SeqCst) == 0
+    }
+}
+
+impl Listed {
+    fn state(&self) -> MutexGuard<'_, Option<Loaded>> {
+        // A panic while holding it cannot leave a half-made state: every change is one store.
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The model's handlers, marked used now, when it is loaded.
+    fn touch(&self) -> Option<Arc<Served>> {
+        let mut state = self.state();
+        let loaded = state.as_mut()?;
+        loaded.last_used = Instant::now();
+        Some(loaded.served.clone())
+    }
+
+    pub fn is_loaded(&self) -> bool {
+        self.state().is_some()
+    }
+}
+
+/// Every model listed, and what is loaded of them.
+pub struct Roster {
+    pub models: Vec<Listed>,
+    pub budget: Budget,
+    cache: CacheOptions,
+    parallel: usize,
+    log: LogFormat,
+    /// One load (with the unloads that make its room) at a time; held by the load itself, so
+    /// a client that hangs up mid-load does not let a second one start.
+    loading: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Roster {
+    /// Reads each model's header, refuses one that could never fit the budget, and loads the
+    /// models in order while they fit together (the first always does); the rest load when a
+    /// request names them.
+    pub fn start(
+        options: &[ModelOptions],
+        cache: CacheOptions,
+        parallel: usize,
+        budget: Budget,
+        log: LogFormat,
+    ) -> Result<Self> {
+        let mut models = Vec::new();
+        for one in options {
+            let name = models::model_name(&one.path);
+            let footprint =
+                match model::footprint(&one.path, cache.context, cache.cache_type, parallel) {
+                    Ok(footprint) => footprint,
+                    // The load says best what is wrong with the file.
+                    Err(header) => {
+                        models::load(one, cache, parallel, log, false)?;
+                        return Err(header);
+                    }
+                };
+            refuse_unless_alone_fits(&name, footprint.bytes, &budget, parallel)?;
+            models.push(Listed {
+                name,
+                options: one.clone(),
+                footprint,
+                loaded: Mutex::new(None),
+            });
+        }
+        let roster = Self {
+            models,
+            budget,
+            cache,
+            parallel,
+            log,
+            loading: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        let (mut count, mut bytes) = (0, 0u64);
+        for listed in &roster.models {
+            let after = bytes.saturating_add(listed.footprint.bytes);
+            if !roster.budget.holds(count + 1, after) {
+                continue;
+            }
+            let (served, engine) = models::load(&listed.options, cache, parallel, log, true)?;
+            *listed.state() = Some(Loaded {
+                served: Arc::new(served),
+                engine,
+                last_used: Instant::now(),
+            });
+            (count, bytes) = (count + 1, after);
+        }
+        Ok(roster)
+    }
+
+    /// The index of the model a request's `model` names: None picks the first; with one
+    /// model any name does (as with llama-server: clients send names of their own); with
+    /// several an unknown name is a 404 listing the ones there are.
+    pub fn pick(&self, asked: Option<&str>) -> Result<usize, ApiError> {
+        if self.models.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the server has no model",
+            ));
+        }
+        let Some(asked) = asked else {
+            return Ok(0);
+        };
+        if let Some(found) = self.models.iter().position(|m| m.name == asked) {
+            return Ok(found);
+        }
+        if self.models.len() == 1 {
+            return Ok(0);
+        }
+        let names: Vec<&str> = self.models.iter().map(|m| m.name.as_str()).collect();
+        Err(ApiError {
+            param: Some("model".into()),
+            ..ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "`model`: this server has no model {asked:?}; it serves {}",
+                    names.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The model at `index`, loaded: at once when it is, else once its room is made (waiting
+    /// while busy models hold it) and it has been read.
+    pub async fn ready(self: &Arc<Self>, index: usize) -> Result<Arc<Served>, ApiError> {
+        loop {
+            if let Some(served) = self.models[index].touch() {
+                return Ok(served);
+            }
+            let turn = self.loading.clone().lock_owned().await;
+            if let Some(served) = self.models[index].touch() {
+                return Ok(served);
+            }
+            let Some(unloaded) = self.take_room(index) else {
+                drop(turn);
+                tokio::time::sleep(ROOM_POLL).await;
+                continue;
+            };
+            let roster = self.clone();
+            return tokio::task::spawn_blocking(move || {
+                let loaded = roster.swap_in(index, unloaded);
+                drop(turn);
+                loaded
+            })
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "loading the model failed",
+                )
+            })?;
+        }
+    }
+
+    /// Takes out the models to unload for `index`'s room, decided and taken under their
+    /// locks so no request picks one up meanwhile; None when the room is not free yet.
+    fn take_room(&self, index: usize) -> Option<Vec<(String, EngineHandle)>> {
+        let mut states: Vec<(usize, MutexGuard<'_, Option<Loaded>>)> = self
+            .models
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .map(|(i, listed)| (i, listed.state()))
+            .filter(|(_, state)| state.is_some())
+            .collect();
+        let occupants: Vec<Occupant> = states
+            .iter()
+            .filter_map(|(i, state)| {
+                state.as_ref().map(|loaded| Occupant {
+                    bytes: self.models[*i].footprint.bytes,
+                    last_used: loaded.last_used,
+                    idle: loaded.idle(),
+                })
+            })
+            .collect();
+        let need = self.models[index].footprint.bytes;
+        let unload = plan_room(&occupants, need, &self.budget)?;
+        Some(
+            unload
+                .into_iter()
+                .filter_map(|at| {
+                    let (i, state) = &mut states[at];
+                    let loaded = state.take()?;
+                    drop(loaded.served);
+                    Some((self.models[*i].name.clone(), loaded.engine))
+                })
+                .collect(),
+        )
+    }
+
+    /// Stops the models unloaded (their memory is free when each returns), then reads the
+    /// one at `index`.
+    fn swap_in(
+        &self,
+        index: usize,
+        unloaded: Vec<(String, EngineHandle)>,
+    ) -> Result<Arc<Served>, ApiError> {
+        let listed = &self.models[index];
+        for (name, engine) in unloaded {
+            engine.stop();
+            log::event(
+                self.log,
+                "model_unloaded",
+                &name,
+                &format!("to make room for {}", listed.name),
+            );
+        }
+        let started = Instant::now();
+        let (served, engine) =
+            models::load(&listed.options, self.cache, self.parallel, self.log, false).map_err(
+                |e| {
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("cannot load {}: {e:#}", listed.name),
+                    )
+                },
+            )?;
+        let served = Arc::new(served);
+        *listed.state() = Some(Loaded {
+            served: served.clone(),
+            engine,
+            last_used: Instant::now(),
+        });
+        log::event(
+            self.log,
+            "model_loaded",
+            &listed.name,
+            &format!("in {:.2} s", started.elapsed().as_secs_f64()),
+        );
+        Ok(served)
+    }
+
+    /// Calls `each` with every model loaded now.
+    pub fn for_each_loaded(&self, mut each: impl FnMut(&Listed, &Served, &EngineHandle)) {
+        for listed in &self.models {
+            if let Some(loaded) = listed.state().as_ref() {
+                each(listed, &loaded.served, &loaded.engine);
+            }
+        }
+    }
+
+    /// Stops every model's host, waiting for each.
+    pub fn stop_all(&self) {
+        for listed in &self.models {
+            let loaded = listed.state().take();
+            if let Some(loaded) = loaded {
+                drop(loaded.served);
+                loaded.engine.stop();
+            }
+        }
+    }
+}
+
+/// Refuses a model that alone needs more than the budget: no unloading could make its room.
+fn refuse_unless_alone_fits(name: &str, need: u64, budget: &Budget, parallel: usize) -> Result<()> {
+    let Some(bytes) = budget.bytes else {
+        return Ok(());
+    };
+    if need > bytes {
+        let (limit, remedy) = if budget.asked {
+            ("--memory-budget".to_string(), ", or raise --memory-budget")
+        } else {
+            (
+                format!(
+                    "the memory available, less {} kept free",
+                    human_bytes(model::MEMORY_HEADROOM)
+                ),
+                "",
+            )
+        };
+        bail!(
+            "{name} needs about {} (its weights and {parallel} slots' full KV cache), more than \
+             the {} it may have ({limit}): lower --parallel or --ctx-size{remedy}",
+            human_bytes(need),
+            human_bytes(bytes),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1 << 30;
+
+    fn occupant(bytes: u64, age_s: u64, idle: bool) -> Occupant {
+        let now = Instant::now();
+        Occupant {
+            bytes,
+            last_used: now.checked_sub(Duration::from_secs(age_s)).unwrap_or(now),
+            idle,
+        }
+    }
+
+    #[test]
+    fn a_model_that_fits_unloads_nothing() {
+        let budget = Budget::new(Some(4 * GB), None, 3);
+        let loaded = [occupant(GB, 5, true)];
+        assert_eq!(plan_room(&loaded, 2 * GB, &budget), Some(vec![]));
+    }
+
+    #[test]
+    fn the_least_recently_used_idle_models_leave_first_and_only_as_many_as_needed() {
+        let budget = Budget::new(Some(4 * GB), None, 8);
+        // Oldest first would be 2 (busy), then 0, then 1.
+        let loaded = [
+            occupant(GB, 20, true),
+            occupant(GB, 10, true),
+            occupant(GB, 30, false),
+        ];
+        assert_eq!(plan_room(&loaded, 2 * GB, &budget), Some(vec![0]));
+        assert_eq!(plan_room(&loaded, 3 * GB, &budget), Some(vec![0, 1]));
+    }
+
+    #[test]
+    fn busy_models_holding_the_room_make_a_request_wait() {
+        let budget = Budget::new(Some(2 * GB), None, 8);
+        let loaded = [occupant(GB, 20, false), occupant(GB, 10, true)];
+        assert_eq!(plan_room(&loaded, 2 * GB, &budget), None);
+    }
+
+    #[test]
+    fn the_count_limit_unloads_even_when_memory_holds() {
+        let budget = Budget::new(None, None, 2);
+        let loaded = [occupant(GB, 1, true), occupant(GB, 9, true)];
+        assert_eq!(plan_room(&loaded, GB, &budget), Some(vec![1]));
+        let one = Budget::new(None, None, 1);
+        assert_eq!(plan_room(&loaded, GB, &one), Some(vec![1, 0]));
+    }
+
+    #[test]
+    fn the_budget_never_exceeds_what_the_machine_has_available() {
+        let available = 8 * GB;
+        let machine = available - model::MEMORY_HEADROOM;
+        assert_eq!(Budget::new(None, Some(available), 2).bytes, Some(machine));
+        assert_eq!(Budget::new(Some(GB), Some(available), 2).bytes, Some(GB));
+        assert_eq!(
+            Budget::new(Some(64 * GB), Some(available), 2).bytes,
+            Some(machine)
+        );
+        assert_eq!(Budget::new(Some(GB), None, 2).bytes, Some(GB));
+        assert_eq!(Budget::new(None, None, 0).models, 1);
+    }
+
+    #[test]
+    fn a_model_too_big_alone_is_refused_naming_it_and_the_budget() {
+        let budget = Budget::new(Some(GB), None, 2);
+        let err = refuse_unless_alone_fits("gemma", 2 * GB, &budget, 4)
+            .expect_err("too big")
+            .to_string();
+        assert!(
+            err.starts_with("gemma needs about 2.1 GB (its weights and 4 slots' full KV cache)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("more than the 1.1 GB it may have (--memory-budget)"),
+            "{err}"
+        );
+        assert!(err.ends_with("or raise --memory-budget"), "{err}");
+        let machine = Budget::new(None, Some(GB), 2);
+        let err = refuse_unless_alone_fits("gemma", GB, &machine, 4)
+            .expect_err("too big")
+            .to_string();
+        assert!(
+            err.contains("(the memory available, less 536.9 MB kept free)"),
+            "{err}"
+        );
+        assert!(err.ends_with("lower --parallel or --ctx-size"), "{err}");
+        assert!(refuse_unless_alone_fits("gemma", GB, &budget, 4).is_ok());
+        assert!(refuse_unless_alone_fits("x", u64::MAX, &Budget::new(None, None, 1), 1).is_ok());
+    }
+}
