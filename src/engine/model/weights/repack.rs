@@ -80,7 +80,7 @@ pub(super) fn repacked(
         packed
             .map(|pages| {
                 if let Some((cache, name)) = cached {
-                    cache.record(name, packed_layout, pages.clone(), true);
+                    cache.record(name, packed_layout, pages.clone());
                 }
                 (WeightBytes::Repacked(pages), packed_layout)
             })

@@ -134,24 +134,30 @@ impl PackedCache {
             _ => None,
         };
         let pages = read::matrix(&found.file, in_place, entry, arena)?;
-        self.record(name, layout, pages.clone(), false);
+        self.keep(name, layout, pages.clone(), Some(entry.hash));
         Some(pages)
     }
 
-    /// A matrix this load holds, repacked now (`repacked`) or read back, for the file.
+    /// A matrix this load repacked, for the file.
     pub(in crate::engine::model::weights) fn record(
         &self,
         name: &str,
         layout: Layout,
         bytes: Pages,
-        repacked: bool,
     ) {
+        self.keep(name, layout, bytes, None);
+    }
+
+    /// A matrix this load holds for the file: repacked now (no `hash` yet), or read back and
+    /// checked against its `hash` (not hashed again when the file is rewritten).
+    fn keep(&self, name: &str, layout: Layout, bytes: Pages, hash: Option<u64>) {
         if let Ok(mut state) = self.state.lock() {
-            state.repacked += usize::from(repacked);
+            state.repacked += usize::from(hash.is_none());
             state.matrices.push(write::Matrix {
                 name: name.to_string(),
                 layout: layout_tag(layout),
                 bytes,
+                hash,
             });
         }
     }

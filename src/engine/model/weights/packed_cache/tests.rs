@@ -35,6 +35,7 @@ fn matrix(name: &str, len: usize, seed: u8) -> Matrix {
         name: name.into(),
         layout: "Q8(Q4_1X16)".into(),
         bytes: region.done(),
+        hash: None,
     }
 }
 
@@ -110,6 +111,32 @@ fn a_changed_byte_fails_only_its_own_matrix() {
             read::matrix(&file, map, &idx.entries[1], &arena).is_none(),
             "damage is caught"
         );
+    }
+}
+
+#[test]
+fn a_matrix_read_back_is_written_again_with_the_hash_it_was_checked_against() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let k = key("/models/m.gguf");
+    let first = write_file(dir.path(), &k, vec![matrix("a", 5000, 1)]);
+    let checked = index(&first, &k).expect("a valid index").entries[0].hash;
+    std::fs::remove_file(&first).expect("remove");
+    // The writer takes a known hash as given, not hashing the bytes again: the right one
+    // reads back, a wrong one (which only a bug could give) fails the check.
+    for (given, reads_back) in [(checked, true), (checked ^ 1, false)] {
+        let path = write_file(
+            dir.path(),
+            &k,
+            vec![Matrix {
+                hash: Some(given),
+                ..matrix("a", 5000, 1)
+            }],
+        );
+        let entry = &index(&path, &k).expect("a valid index").entries[0];
+        assert_eq!(entry.hash, given);
+        let file = File::open(&path).expect("cache file");
+        let read = read::matrix(&file, None, entry, &Arena::new(0));
+        assert_eq!(read.is_some(), reads_back, "hash {given:x}");
     }
 }
 
