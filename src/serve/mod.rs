@@ -6,7 +6,8 @@
 //! - [`routes`]: the endpoints; [`stream`]: SSE answers; [`response`]: the answers' JSON.
 //! - [`roster`]: the models served (`-m` once or more), loaded before the server listens as
 //!   far as `--keep-loaded` and the memory budget allow, the rest on demand (the least
-//!   recently used idle ones unloaded for them); the request's `model` field picks.
+//!   recently used idle ones unloaded for them); the request's `model` field picks. [`room`]:
+//!   the budget they share and which idle models leave to make room.
 //! - [`models`]: one loaded model: an engine host (`crate::engine`, with `--parallel` slots)
 //!   that decodes its requests in batched passes; each request is submitted with an event
 //!   channel of its own.
@@ -21,6 +22,7 @@ pub mod log;
 pub mod models;
 pub mod request;
 pub mod response;
+pub mod room;
 pub mod roster;
 pub mod routes;
 pub mod stream;
@@ -91,7 +93,7 @@ pub fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
 pub fn serve(options: ServeOptions) -> Result<()> {
     auth::check_bind(options.host, options.api_key.as_deref())?;
     let parallel = options.parallel;
-    let budget = roster::Budget::new(
+    let budget = room::Budget::new(
         options.memory_budget,
         crate::stats::available_memory_bytes(),
         options.keep_loaded,
