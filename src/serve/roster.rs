@@ -3,13 +3,16 @@
 //! full KV caches) are read before the server listens, in the order given; a request for one
 //! that is not loaded reads it, first unloading the least recently used idle models until it
 //! fits. A model answering or queueing a request is never unloaded: a request that needs its
-//! room waits until it is idle. Loads happen one at a time.
+//! room waits until it is idle, and meanwhile the models it waits for take no new requests
+//! (those wait their turn), so a model kept busy cannot starve the others. Loads happen one at
+//! a time.
 
 use super::error::ApiError;
 use super::log::{self, LogFormat};
 use super::models::{self, Served};
 use super::room::{plan_room, refuse_unless_alone_fits, Budget, Occupant};
 use super::ModelOptions;
+use crate::engine::model::weights::packed_cache;
 use crate::engine::model::{self, CacheOptions, Footprint};
 use crate::engine::EngineHandle;
 use anyhow::Result;
@@ -35,6 +38,19 @@ struct Loaded {
     served: Arc<Served>,
     engine: EngineHandle,
     last_used: Instant,
+    /// A load waits for this model to be idle to unload it: it takes no new requests.
+    draining: bool,
+}
+
+impl Loaded {
+    fn new(served: Arc<Served>, engine: EngineHandle) -> Self {
+        Self {
+            served,
+            engine,
+            last_used: Instant::now(),
+            draining: false,
+        }
+    }
 }
 
 impl Loaded {
@@ -54,10 +70,10 @@ impl Listed {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The model's handlers, marked used now, when it is loaded.
+    /// The model's handlers, marked used now, when it is loaded and not draining.
     fn touch(&self) -> Option<Arc<Served>> {
         let mut state = self.state();
-        let loaded = state.as_mut()?;
+        let loaded = state.as_mut().filter(|l| !l.draining)?;
         loaded.last_used = Instant::now();
         Some(loaded.served.clone())
     }
@@ -125,11 +141,7 @@ impl Roster {
                 continue;
             }
             let (served, engine) = models::load(&listed.options, cache, parallel, log, true)?;
-            *listed.state() = Some(Loaded {
-                served: Arc::new(served),
-                engine,
-                last_used: Instant::now(),
-            });
+            *listed.state() = Some(Loaded::new(Arc::new(served), engine));
             (count, bytes) = (count + 1, after);
         }
         Ok(roster)
@@ -168,7 +180,7 @@ impl Roster {
     }
 
     /// The model at `index`, loaded: at once when it is, else once its room is made (waiting
-    /// while busy models hold it) and it has been read.
+    /// while busy models hold it, which meanwhile take no new requests) and it has been read.
     pub async fn ready(self: &Arc<Self>, index: usize) -> Result<Arc<Served>, ApiError> {
         loop {
             if let Some(served) = self.models[index].touch() {
@@ -178,14 +190,25 @@ impl Roster {
             if let Some(served) = self.models[index].touch() {
                 return Ok(served);
             }
-            let Some(unloaded) = self.take_room(index) else {
+            if self.models[index].is_loaded() {
+                // Draining for a load that has just given up its turn: look again shortly.
                 drop(turn);
                 tokio::time::sleep(ROOM_POLL).await;
                 continue;
+            }
+            // The turn is held while waiting, so the models drained for this load stay the
+            // ones it waits for; they are let go if the client hangs up meanwhile.
+            let drain = Drain(self.clone());
+            let unloaded = loop {
+                if let Some(unloaded) = self.take_room(index) {
+                    break unloaded;
+                }
+                tokio::time::sleep(ROOM_POLL).await;
             };
             let roster = self.clone();
             return tokio::task::spawn_blocking(move || {
                 let loaded = roster.swap_in(index, unloaded);
+                drop(drain);
                 drop(turn);
                 loaded
             })
@@ -200,7 +223,8 @@ impl Roster {
     }
 
     /// Takes out the models to unload for `index`'s room, decided and taken under their
-    /// locks so no request picks one up meanwhile; None when the room is not free yet.
+    /// locks so no request picks one up meanwhile; None when the room is not free yet, and
+    /// then the models that will leave once idle are drained.
     fn take_room(&self, index: usize) -> Option<Vec<(String, EngineHandle)>> {
         let mut states: Vec<(usize, MutexGuard<'_, Option<Loaded>>)> = self
             .models
@@ -221,7 +245,18 @@ impl Roster {
             })
             .collect();
         let need = self.models[index].footprint.bytes;
-        let unload = plan_room(&occupants, need, &self.budget)?;
+        let Some(unload) = plan_room(&occupants, need, &self.budget) else {
+            let all_idle: Vec<Occupant> = occupants
+                .iter()
+                .map(|o| Occupant { idle: true, ..*o })
+                .collect();
+            for at in plan_room(&all_idle, need, &self.budget).unwrap_or_default() {
+                if let Some(loaded) = states[at].1.as_mut() {
+                    loaded.draining = true;
+                }
+            }
+            return None;
+        };
         Some(
             unload
                 .into_iter()
@@ -243,6 +278,7 @@ impl Roster {
         unloaded: Vec<(String, EngineHandle)>,
     ) -> Result<Arc<Served>, ApiError> {
         let listed = &self.models[index];
+        let any = !unloaded.is_empty();
         for (name, engine) in unloaded {
             engine.stop();
             log::event(
@@ -251,6 +287,11 @@ impl Roster {
                 &name,
                 &format!("to make room for {}", listed.name),
             );
+        }
+        if any {
+            // A repack cache file still being written holds its model's matrices: the memory
+            // of a model unloaded is free only once its write is done.
+            packed_cache::finish_writes();
         }
         let started = Instant::now();
         let (served, engine) =
@@ -263,11 +304,7 @@ impl Roster {
                 },
             )?;
         let served = Arc::new(served);
-        *listed.state() = Some(Loaded {
-            served: served.clone(),
-            engine,
-            last_used: Instant::now(),
-        });
+        *listed.state() = Some(Loaded::new(served.clone(), engine));
         log::event(
             self.log,
             "model_loaded",
@@ -293,6 +330,20 @@ impl Roster {
             if let Some(loaded) = loaded {
                 drop(loaded.served);
                 loaded.engine.stop();
+            }
+        }
+    }
+}
+
+/// The drain of a load waiting for room: when it ends (the load is done, or its request has
+/// gone), every model takes requests again.
+struct Drain(Arc<Roster>);
+
+impl Drop for Drain {
+    fn drop(&mut self) {
+        for listed in &self.0.models {
+            if let Some(loaded) = listed.state().as_mut() {
+                loaded.draining = false;
             }
         }
     }

@@ -195,3 +195,45 @@ fn a_budget_too_small_for_a_model_alone_is_refused_with_what_it_needs() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("such as 800MB"), "{stderr}");
 }
+
+#[test]
+fn a_model_kept_busy_by_a_stream_of_requests_still_makes_room_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&["--keep-loaded", "1"], &dir.path().join("serve.log"));
+    let url = format!("{}/v1/chat/completions", server.url);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Two clients asking SmolLM2 back to back: without a pause it is never idle.
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let (url, stop) = (url.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let body = json!({
+                    "model": SMOLLM2,
+                    "messages": [{"role": "user", "content": "Name a colour."}],
+                    "max_tokens": 24,
+                    "temperature": 0,
+                })
+                .to_string();
+                let mut answered = 0;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let (status, answer) = post(&url, &body);
+                    assert_eq!(status, 200, "{answer}");
+                    answered += 1;
+                }
+                answered
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The HTTP client gives up after two minutes: a starved request fails the test.
+    let gemma = ask(&server, GEMMA3);
+    assert!(!gemma.is_empty());
+    // SmolLM2's clients are answered again once Gemma 3 has answered (it loads back).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for client in clients {
+        let answered = client.join().expect("a SmolLM2 client");
+        assert!(answered >= 2, "{answered} answers");
+    }
+    assert_eq!(loaded(&server), states(true, false));
+}

@@ -62,8 +62,11 @@ impl Residents {
             && crate::stats::available_memory_bytes()
                 .is_some_and(|available| available < needed.saturating_add(model::MEMORY_HEADROOM))
         {
-            // Dropping a model unmaps its memory at once; the next reading sees it free.
+            // Dropping a model unmaps its memory at once, unless its repack cache file is still
+            // being written (the writer holds its matrices): once that is done, the next
+            // reading sees it free.
             self.kept.pop();
+            crate::engine::model::weights::packed_cache::finish_writes();
         }
     }
 
