@@ -14,7 +14,7 @@ use super::room::{plan_room, refuse_unless_alone_fits, Budget, Occupant};
 use super::ModelOptions;
 use crate::engine::model::weights::packed_cache;
 use crate::engine::model::{self, CacheOptions, Footprint};
-use crate::engine::EngineHandle;
+use crate::engine::{EngineHandle, Status};
 use anyhow::Result;
 use axum::http::StatusCode;
 use std::sync::atomic::Ordering;
@@ -314,11 +314,11 @@ impl Roster {
         Ok(served)
     }
 
-    /// Calls `each` with every model loaded now.
-    pub fn for_each_loaded(&self, mut each: impl FnMut(&Listed, &Served, &EngineHandle)) {
+    /// Calls `each` with the host status of every model loaded now.
+    pub fn for_each_loaded(&self, mut each: impl FnMut(&Status)) {
         for listed in &self.models {
             if let Some(loaded) = listed.state().as_ref() {
-                each(listed, &loaded.served, &loaded.engine);
+                each(loaded.engine.status());
             }
         }
     }
@@ -328,7 +328,6 @@ impl Roster {
         for listed in &self.models {
             let loaded = listed.state().take();
             if let Some(loaded) = loaded {
-                drop(loaded.served);
                 loaded.engine.stop();
             }
         }

@@ -10,7 +10,7 @@ use super::request::{self, Completion, Limits, Prompt};
 use super::response::{self, Finish, Meta};
 use super::roster::Roster;
 use super::stream;
-use crate::engine::{Refused, Status};
+use crate::engine::Refused;
 use crate::protocol::{
     self, EngineEvent, GenerateRequest, SamplingParams, Speculation, ToolChoice, Usage,
 };
@@ -62,8 +62,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// The slots of the models loaded now.
 async fn health(State(s): State<Arc<AppState>>) -> Response {
     let (mut loaded, mut busy, mut queued) = (0, 0, 0);
-    s.roster.for_each_loaded(|_, _, engine| {
-        let status: &Status = engine.status();
+    s.roster.for_each_loaded(|status| {
         loaded += 1;
         busy += status.busy.load(Ordering::SeqCst);
         queued += status.queued.load(Ordering::SeqCst);
